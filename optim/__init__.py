@@ -1,0 +1,35 @@
+"""Backend-neutral optimization: one vectorized model, many solvers.
+
+>>> from optim import Model, solve
+>>> m = Model("tiny")
+>>> x = m.add_variables("x", 2, ub=1.0)
+>>> _ = m.add_rows("budget", {x: [[1.0, 2.0]]}, hi=2.0)
+>>> m.set_objective({x: [1.0, 1.0]}, sense="max")
+>>> round(solve(m, "highs").objective, 6)
+1.5
+"""
+
+from .backends import all_backends, available_backends, get_backend, parse_spec
+from .capabilities import Capability
+from .certificate import Certificate, lp_certificate, lp_dual_bound
+from .errors import (
+    BackendUnavailableError,
+    CapabilityError,
+    LicenseLimitError,
+    ModelError,
+    OptimError,
+    SolverFailedError,
+    UnknownBackendError,
+)
+from .model import CanonicalModel, LogTerms, Model, VarBlock, VarType
+from .options import SolveOptions
+from .result import Result, Status, Timings
+from .solve import backends_with, solve
+
+__all__ = [
+    "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate",
+    "LicenseLimitError", "LogTerms", "Model", "ModelError", "OptimError", "Result",
+    "SolveOptions", "SolverFailedError", "Status", "Timings", "UnknownBackendError", "VarBlock",
+    "VarType", "all_backends", "available_backends", "backends_with", "get_backend",
+    "lp_certificate", "lp_dual_bound", "parse_spec", "solve",
+]

@@ -1,0 +1,74 @@
+"""The contract every backend adapter implements."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..capabilities import Capability
+from ..model import CanonicalModel
+from ..options import SolveOptions
+from ..result import Result
+
+
+class Backend(ABC):
+    """A thin adapter from :class:`CanonicalModel` to one solver.
+
+    ``solve`` only receives models whose required capabilities the backend has; it
+    fills ``Result.timings.translate`` and ``.solve`` and never raises for a solver
+    failure: failures come back as a status with the solver's text in ``message``.
+    """
+
+    #: the spec users type: "highs", "cvxpy:CLARABEL", "pyomo:highs"
+    spec: str
+    #: size limits of the license in force, in words, or "" when none are known
+    license_limits: str = ""
+
+    @abstractmethod
+    def capabilities(self) -> frozenset[Capability]: ...
+
+    @abstractmethod
+    def is_available(self) -> bool: ...
+
+    @abstractmethod
+    def version(self) -> str: ...
+
+    @abstractmethod
+    def solve(self, model: CanonicalModel, options: SolveOptions) -> Result: ...
+
+    def missing_reason(self) -> str:
+        """Why the backend is unavailable (only meaningful when it is)."""
+        return f"{self.spec} is not installed"
+
+    def __repr__(self) -> str:
+        return f"<backend {self.spec}>"
+
+
+@contextmanager
+def stopwatch(timings, attr: str):
+    """Add the wall time of the block to ``timings.<attr>``."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        setattr(timings, attr, getattr(timings, attr) + time.perf_counter() - t0)
+
+
+def split_rows(model: CanonicalModel):
+    """One-sided rows for backends without ranged rows.
+
+    Returns ``(index, sense, rhs)``: original row index, "=", "<" or ">" and right-hand
+    side of each one-sided row. A ranged row with two finite, distinct sides yields two.
+    """
+    lo, hi = model.row_lo, model.row_hi
+    eq = lo == hi
+    le = ~eq & np.isfinite(hi)
+    ge = ~eq & np.isfinite(lo)
+    idx_eq, idx_le, idx_ge = np.flatnonzero(eq), np.flatnonzero(le), np.flatnonzero(ge)
+    index = np.concatenate([idx_eq, idx_le, idx_ge])
+    sense = np.array(["="] * idx_eq.size + ["<"] * idx_le.size + [">"] * idx_ge.size, dtype="<U1")
+    rhs = np.concatenate([lo[idx_eq], hi[idx_le], lo[idx_ge]])
+    return index, sense, rhs

@@ -1,0 +1,161 @@
+"""Gurobi through the gurobipy matrix API (addMVar / addMConstr)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..capabilities import Capability
+from ..model import CanonicalModel
+from ..options import SolveOptions
+from ..result import Result, Status, Timings
+from .base import Backend, split_rows, stopwatch
+
+#: gurobipy's error code for "Model too large for size-limited license"
+SIZE_LIMITED_LICENSE = 10010
+PIP_LICENSE_LIMITS = "pip license: <= 2000 variables and rows (<= 200 variables if nonlinear)"
+
+_ENV = None
+
+
+def _env():
+    """One quiet Gurobi environment per process (starting one checks the license)."""
+    global _ENV
+    if _ENV is None:
+        import gurobipy as gp
+
+        env = gp.Env(empty=True)
+        env.setParam("OutputFlag", 0)
+        env.start()
+        _ENV = env
+    return _ENV
+
+
+class GurobiBackend(Backend):
+    spec = "gurobi"
+    license_limits = PIP_LICENSE_LIMITS
+
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset(
+            {Capability.LP, Capability.MILP, Capability.LOG, Capability.DUALS, Capability.WARM_START}
+        )
+
+    def is_available(self) -> bool:
+        try:
+            import gurobipy  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def missing_reason(self) -> str:
+        return "gurobipy is not installed (pip install gurobipy)"
+
+    def version(self) -> str:
+        import gurobipy as gp
+
+        return ".".join(str(v) for v in gp.gurobi.version())
+
+    def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
+        import gurobipy as gp
+
+        timings = Timings()
+        try:
+            with stopwatch(timings, "translate"):
+                m, x, index = _translate(model, options)
+            with stopwatch(timings, "solve"):
+                m.optimize()
+        except gp.GurobiError as exc:
+            if exc.errno == SIZE_LIMITED_LICENSE:
+                return Result(
+                    Status.LICENSE_LIMIT,
+                    self.spec,
+                    message=(
+                        f"gurobi: the size-limited license refused this model "
+                        f"({model.num_vars} variables, {model.num_rows} rows; "
+                        f"{PIP_LICENSE_LIMITS}): {exc}"
+                    ),
+                    timings=timings,
+                    solver_version=self.version(),
+                )
+            return Result(Status.ERROR, self.spec, message=f"Gurobi error {exc.errno}: {exc}", timings=timings)
+        return _read_result(m, x, index, model, timings, self.spec, self.version())
+
+
+def _translate(model: CanonicalModel, options: SolveOptions):
+    import gurobipy as gp
+    from gurobipy import GRB
+
+    m = gp.Model(model.name, env=_env())
+    vtype = np.where(model.integrality, GRB.INTEGER, GRB.CONTINUOUS)
+    x = m.addMVar(model.num_vars, lb=model.col_lo, ub=model.col_hi, vtype=vtype)
+    index, sense, rhs = split_rows(model)
+    if index.size:
+        m.addMConstr(model.A.tocsr()[index], x, sense, rhs)
+    objective = model.c @ x + model.offset
+    if model.log_terms is not None:
+        terms = model.log_terms
+        k = terms.weights.shape[0]
+        u = m.addMVar(k, lb=1e-12)
+        t = m.addMVar(k, lb=-GRB.INFINITY)
+        m.addConstr(terms.G @ x - u == -terms.offset)
+        for i in range(k):
+            m.addConstr(t[i] == gp.nlfunc.log(u[i]))
+        objective = objective + terms.weights @ t
+    m.setObjective(objective, GRB.MAXIMIZE if model.sense == "max" else GRB.MINIMIZE)
+    p = m.Params
+    if options.threads is not None:
+        p.Threads = options.threads
+    if options.time_limit is not None:
+        p.TimeLimit = options.time_limit
+    if options.mip_gap is not None:
+        p.MIPGap = options.mip_gap
+    if options.method != "auto":
+        p.Method = {"simplex": 1, "ipm": 2}[options.method]
+    if options.feasibility_tol is not None:
+        p.FeasibilityTol = options.feasibility_tol
+    if options.optimality_tol is not None:
+        p.OptimalityTol = options.optimality_tol
+    p.OutputFlag = int(options.verbose)
+    for key, value in options.raw.items():
+        m.setParam(key, value)
+    return m, x, index
+
+
+def _read_result(m, x, index, model: CanonicalModel, timings: Timings, spec: str, version: str) -> Result:
+    from gurobipy import GRB
+
+    status = {
+        GRB.OPTIMAL: Status.OPTIMAL,
+        GRB.INFEASIBLE: Status.INFEASIBLE,
+        GRB.INF_OR_UNBD: Status.INFEASIBLE_OR_UNBOUNDED,
+        GRB.UNBOUNDED: Status.UNBOUNDED,
+        GRB.TIME_LIMIT: Status.TIME_LIMIT,
+        GRB.SUBOPTIMAL: Status.FEASIBLE,
+        GRB.ITERATION_LIMIT: Status.FEASIBLE,
+        GRB.NODE_LIMIT: Status.FEASIBLE,
+        GRB.SOLUTION_LIMIT: Status.FEASIBLE,
+        GRB.INTERRUPTED: Status.FEASIBLE,
+    }.get(m.Status, Status.ERROR)
+    result = Result(
+        status, spec, message=f"Gurobi status {m.Status}", timings=timings, solver_version=version
+    )
+    result.blocks = model.blocks
+    if m.SolCount == 0:
+        if status is Status.FEASIBLE:
+            result.status = Status.ERROR
+        return result
+    values = np.asarray(x.X, dtype=float)
+    result.x = values
+    result.objective = model.objective_value(values)
+    if model.is_mip or model.log_terms is not None:
+        result.bound = float(m.ObjBound)
+        result.iterations = int(m.NodeCount)
+    else:
+        result.iterations = int(m.IterCount)
+        if status is Status.OPTIMAL:
+            result.bound = result.objective
+            pi = np.asarray(m.getAttr("Pi", m.getConstrs()), dtype=float)
+            duals = np.zeros(model.num_rows)
+            np.add.at(duals, index, pi)
+            result.row_duals = duals
+            result.reduced_costs = np.asarray(x.RC, dtype=float)
+    return result

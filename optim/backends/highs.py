@@ -1,0 +1,128 @@
+"""HiGHS through highspy: the canonical model is passed as arrays, no translation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..capabilities import Capability
+from ..model import CanonicalModel
+from ..options import SolveOptions
+from ..result import Result, Status, Timings
+from .base import Backend, stopwatch
+
+
+class HighsBackend(Backend):
+    spec = "highs"
+
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset({Capability.LP, Capability.MILP, Capability.DUALS, Capability.WARM_START})
+
+    def is_available(self) -> bool:
+        try:
+            import highspy  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def missing_reason(self) -> str:
+        return "highspy is not installed (pip install highspy)"
+
+    def version(self) -> str:
+        import highspy
+
+        return highspy.Highs().version()
+
+    def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
+        import highspy
+
+        timings = Timings()
+        with stopwatch(timings, "translate"):
+            h = highspy.Highs()
+            _apply_options(h, options, model.is_mip)
+            A = model.A
+            sense = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
+            status = h.passModel(
+                model.num_vars,
+                model.num_rows,
+                A.nnz,
+                int(highspy.MatrixFormat.kColwise),
+                int(sense),
+                model.offset,
+                model.c,
+                model.col_lo,
+                model.col_hi,
+                model.row_lo,
+                model.row_hi,
+                A.indptr.astype(np.int32, copy=False),
+                A.indices.astype(np.int32, copy=False),
+                A.data,
+                model.integrality.astype(np.int32),
+            )
+        if status == highspy.HighsStatus.kError:
+            return Result(Status.ERROR, self.spec, message="HiGHS rejected the model", timings=timings)
+        with stopwatch(timings, "solve"):
+            h.run()
+        return _read_result(h, model, timings, self.spec)
+
+
+def _apply_options(h, options: SolveOptions, is_mip: bool) -> None:
+    h.setOptionValue("output_flag", bool(options.verbose))
+    if options.threads is not None:
+        h.setOptionValue("threads", int(options.threads))
+    if options.time_limit is not None:
+        h.setOptionValue("time_limit", float(options.time_limit))
+    if options.mip_gap is not None:
+        h.setOptionValue("mip_rel_gap", float(options.mip_gap))
+    if options.method != "auto" and not is_mip:
+        h.setOptionValue("solver", options.method)
+    if options.feasibility_tol is not None:
+        h.setOptionValue("primal_feasibility_tolerance", float(options.feasibility_tol))
+        h.setOptionValue("mip_feasibility_tolerance", float(options.feasibility_tol))
+    if options.optimality_tol is not None:
+        h.setOptionValue("dual_feasibility_tolerance", float(options.optimality_tol))
+    for key, value in options.raw.items():
+        h.setOptionValue(key, value)
+
+
+def _read_result(h, model: CanonicalModel, timings: Timings, spec: str) -> Result:
+    import highspy
+
+    ms = highspy.HighsModelStatus
+    model_status = h.getModelStatus()
+    info = h.getInfo()
+    message = h.modelStatusToString(model_status)
+    status = {
+        ms.kOptimal: Status.OPTIMAL,
+        ms.kInfeasible: Status.INFEASIBLE,
+        ms.kUnbounded: Status.UNBOUNDED,
+        ms.kUnboundedOrInfeasible: Status.INFEASIBLE_OR_UNBOUNDED,
+        ms.kTimeLimit: Status.TIME_LIMIT,
+        ms.kIterationLimit: Status.FEASIBLE,
+        ms.kSolutionLimit: Status.FEASIBLE,
+        ms.kInterrupt: Status.FEASIBLE,
+        ms.kModelEmpty: Status.OPTIMAL,
+    }.get(model_status, Status.ERROR)
+    result = Result(status, spec, message=message, timings=timings, solver_version=h.version())
+    result.blocks = model.blocks
+    has_primal = info.primal_solution_status == 2 or model_status == ms.kModelEmpty
+    if status is Status.ERROR or not has_primal:
+        if status is Status.FEASIBLE:
+            result.status = Status.ERROR
+        return result
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value, dtype=float)
+    if model.num_vars == 0:
+        x = np.zeros(0)
+    result.x = x
+    result.objective = model.objective_value(x)
+    if model.is_mip:
+        result.bound = float(info.mip_dual_bound)
+        result.iterations = int(info.mip_node_count)
+    else:
+        result.iterations = int(info.simplex_iteration_count + info.ipm_iteration_count)
+        if sol.dual_valid:
+            result.row_duals = np.asarray(sol.row_dual, dtype=float)
+            result.reduced_costs = np.asarray(sol.col_dual, dtype=float)
+        if status is Status.OPTIMAL:
+            result.bound = result.objective
+    return result

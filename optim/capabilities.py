@@ -1,0 +1,16 @@
+"""What a backend can solve natively."""
+
+from enum import Enum
+
+
+class Capability(str, Enum):
+    """A class of constraint or feature a backend handles without reformulation."""
+
+    LP = "lp"
+    MILP = "milp"
+    LOG = "log"  # concave log terms (exponential cone or native nonlinear)
+    DUALS = "duals"  # row duals of an LP
+    WARM_START = "warm_start"
+
+    def __str__(self) -> str:
+        return self.value

@@ -1,0 +1,40 @@
+"""Solver-neutral solve options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Method = Literal["auto", "simplex", "ipm"]
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Options every backend maps onto its own parameters.
+
+    ``raw`` is passed through verbatim to the solver (names are the solver's own).
+    ``log_gap`` and ``max_cut_rounds`` steer the tangent-cut outer approximation used
+    for log terms on backends without a log cone: the loop stops once
+    (upper bound - best objective) / max(1, |best objective|) <= ``log_gap``.
+    """
+
+    threads: int | None = None
+    time_limit: float | None = None
+    mip_gap: float | None = None
+    method: Method = "auto"
+    feasibility_tol: float | None = None
+    optimality_tol: float | None = None
+    verbose: bool = False
+    log_gap: float = 1e-6
+    max_cut_rounds: int = 200
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.method not in ("auto", "simplex", "ipm"):
+            raise ValueError(f"method must be auto, simplex or ipm, not {self.method!r}")
+        for name in ("time_limit", "mip_gap", "feasibility_tol", "optimality_tol"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive, got {value!r}")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads!r}")

@@ -1,0 +1,64 @@
+"""The one entry point: ``solve(model, backend, options) -> Result``."""
+
+from __future__ import annotations
+
+from .backends import Backend, available_backends, get_backend
+from .capabilities import Capability
+from .errors import CapabilityError, LicenseLimitError
+from .model import CanonicalModel, Model
+from .options import SolveOptions
+from .reformulations import solve_log_by_tangent_cuts
+from .result import Result, Status
+
+
+def backends_with(needs: frozenset[Capability], *, exact_log: bool = False) -> list[str]:
+    """Installed backends that can solve a model needing ``needs``.
+
+    Log terms are solvable everywhere (tangent cuts) unless ``exact_log`` asks for a
+    native log cone.
+    """
+    names = []
+    for backend in available_backends():
+        have = backend.capabilities() | ({Capability.LOG} if not exact_log else frozenset())
+        if needs <= have:
+            names.append(backend.spec)
+    return names
+
+
+def solve(
+    model: Model | CanonicalModel,
+    backend: str | Backend = "highs",
+    options: SolveOptions | None = None,
+    *,
+    check: bool = True,
+) -> Result:
+    """Solve ``model`` with ``backend``.
+
+    Log terms go to the backend's log cone when it has one and through tangent cuts
+    otherwise (reported in ``Result.notes``). With ``check`` a license refusal or a
+    solver error raises (:class:`LicenseLimitError`, :class:`SolverFailedError`);
+    infeasible / unbounded / time-limit outcomes are always returned, never raised.
+    """
+    canon = model.canonical() if isinstance(model, Model) else model
+    options = options or SolveOptions()
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    caps = be.capabilities()
+    needs = canon.required_capabilities()
+    if Capability.MILP in needs and Capability.MILP not in caps:
+        others = ", ".join(backends_with(needs)) or "none installed"
+        raise CapabilityError(
+            f"{be.spec} cannot solve {canon.name!r}: it needs MILP ({canon.num_integers} integer "
+            f"variables) and {be.spec} has no MILP support; backends with it: {others}"
+        )
+    if Capability.LOG in needs and Capability.LOG not in caps:
+        result = solve_log_by_tangent_cuts(canon, be, options)
+    else:
+        result = be.solve(canon, options)
+    result.timings.build = canon.build_seconds
+    result.blocks = canon.blocks
+    if check and result.status is Status.LICENSE_LIMIT:
+        free = [b for b in backends_with(needs) if "gurobi" not in b.lower()]
+        raise LicenseLimitError(
+            f"{result.message}. Solve it with {free[0] if free else 'highs'} (free) instead."
+        )
+    return result.raise_for_status() if check else result

@@ -1,0 +1,41 @@
+"""Cluster specs: worker types and their GPU counts, e.g. ``v100=36,p100=36,k80=36``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_CLUSTER = "v100=36,p100=36,k80=36"
+_NAME = re.compile(r"^[A-Za-z][\w.-]*$")
+
+
+class ClusterSpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Cluster:
+    worker_types: tuple[str, ...]
+    gpus: np.ndarray
+
+    def __str__(self) -> str:
+        return ",".join(f"{t}={int(g)}" for t, g in zip(self.worker_types, self.gpus))
+
+
+def parse_cluster(spec: str) -> Cluster:
+    """Parse ``type=count[,type=count...]``; counts are positive integers."""
+    types, counts = [], []
+    for part in spec.split(","):
+        name, sep, count = part.strip().partition("=")
+        name, count = name.strip(), count.strip()
+        if not sep or not _NAME.match(name):
+            raise ClusterSpecError(f"cluster spec {spec!r}: {part.strip()!r} is not TYPE=COUNT")
+        if not count.isdigit() or int(count) == 0:
+            raise ClusterSpecError(f"cluster spec {spec!r}: {name} needs a positive integer GPU count, got {count!r}")
+        if name in types:
+            raise ClusterSpecError(f"cluster spec {spec!r}: worker type {name!r} given twice")
+        types.append(name)
+        counts.append(int(count))
+    return Cluster(tuple(types), np.asarray(counts, dtype=np.int64))
