@@ -404,6 +404,7 @@ class Model:
             vals = lo = hi = np.zeros(0)
         A = sp.csc_matrix((vals, (rows, cols)), shape=(self._num_rows, n))
         A.sum_duplicates()
+        A.eliminate_zeros()
         c = np.zeros(n)
         for bname, vec in self._obj.items():
             c[self._blocks[bname].columns] = vec

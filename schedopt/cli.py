@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -47,6 +48,7 @@ USER_ERRORS = (
     ThroughputTableError,
     UnknownPolicyError,
     ValueError,
+    OSError,
 )
 
 
@@ -164,12 +166,13 @@ def _print_allocation(allocation, show: int) -> None:
     frame = allocation_frame(allocation).rename(
         columns={"job_id": "job", "scale_factor": "s", "priority_weight": "w", "time_fraction": "time",
                  "throughput": "steps/s"})
-    table = Table(title=f"per-job allocation (first {min(show, len(frame))} of {len(frame)})")
+    table = Table(title=f"per-job allocation (first {min(show, len(frame))} of {len(frame)})",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for col in frame.columns:
         if col == "job_type":
-            table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=34)
+            table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=26)
         else:
-            table.add_column(col, justify="right", no_wrap=True)
+            table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for row in frame.head(show).itertuples(index=False):
         table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
     console.print(table)

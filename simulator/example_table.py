@@ -47,7 +47,7 @@ def example_table() -> ThroughputTable:
     """The built-in table (deterministic; see the module docstring)."""
     types = tuple(GPUS)
     peak, bw, mem, host = (np.array([GPUS[t][k] for t in types]) for k in range(4))
-    names = tuple(MODELS)
+    names = tuple(sorted(MODELS))
     flops, traffic, host_s, footprint, comm = (np.array([MODELS[m][k] for m in names]) for k in range(5))
     kernel = np.maximum(
         flops[:, None] / (peak[None, :] * 1e3 * COMPUTE_EFFICIENCY), traffic[:, None] / bw[None, :]

@@ -137,6 +137,7 @@ def _solver_kwargs(inner: str, options: SolveOptions) -> dict:
 
 def _read_result(problem, x, groups, model: CanonicalModel, timings: Timings, backend: CvxpyBackend) -> Result:
     import cvxpy as cp
+    import cvxpy.settings as cvxpy_settings
 
     status = {
         cp.OPTIMAL: Status.OPTIMAL,
@@ -145,6 +146,7 @@ def _read_result(problem, x, groups, model: CanonicalModel, timings: Timings, ba
         cp.INFEASIBLE_INACCURATE: Status.INFEASIBLE,
         cp.UNBOUNDED: Status.UNBOUNDED,
         cp.UNBOUNDED_INACCURATE: Status.UNBOUNDED,
+        cvxpy_settings.INFEASIBLE_OR_UNBOUNDED: Status.INFEASIBLE_OR_UNBOUNDED,
         cp.USER_LIMIT: Status.TIME_LIMIT,
     }.get(problem.status, Status.ERROR)
     result = Result(status, backend.spec, message=f"cvxpy status {problem.status}",

@@ -1,0 +1,45 @@
+"""Shared test helpers: backend lists and random problem strategies."""
+
+import numpy as np
+from hypothesis import strategies as st
+
+from formulations import AllocationProblem
+from optim import available_backends
+
+#: backends whose answers are exact to ~1e-6, and first-order ones with looser tolerances
+EXACT = {"highs", "gurobi", "cvxpy:CLARABEL", "cvxpy:HIGHS", "cvxpy:SCIPY", "cvxpy:GUROBI",
+         "pyomo:highs", "pyomo:gurobi"}
+LOOSE = {"cvxpy:SCS": 2e-3, "cvxpy:OSQP": 2e-3}
+
+
+def lp_backends() -> list[str]:
+    return [b.spec for b in available_backends()]
+
+
+def tolerance(spec: str) -> float:
+    return LOOSE.get(spec, 1e-6)
+
+
+@st.composite
+def problems(draw, max_jobs: int = 12, max_types: int = 3, multi_gpu: bool = True):
+    """Random clusters, jobs and throughput matrices (some combinations unsupported)."""
+    n = draw(st.integers(1, max_types))
+    m = draw(st.integers(1, max_jobs))
+    caps = np.array(draw(st.lists(st.integers(1, 8), min_size=n, max_size=n)), dtype=float)
+    scales = draw(st.lists(st.sampled_from([1, 2, 4] if multi_gpu else [1]), min_size=m, max_size=m))
+    scales = np.minimum(np.array(scales), int(caps.max()))
+    weights = np.array(draw(st.lists(st.sampled_from([1.0, 1.0, 2.0, 5.0]), min_size=m, max_size=m)))
+    rates = draw(st.lists(st.floats(0.1, 100.0), min_size=m * n, max_size=m * n))
+    T = np.array(rates).reshape(m, n)
+    mask = np.array(draw(st.lists(st.booleans(), min_size=m * n, max_size=m * n))).reshape(m, n)
+    mask[np.arange(m), np.argmax(T, axis=1)] = True  # every job runs somewhere
+    T = np.where(mask, T, 0.0)
+    return AllocationProblem(
+        worker_types=tuple(f"gpu{j}" for j in range(n)),
+        capacities=caps,
+        job_ids=np.arange(m),
+        job_types=tuple(f"model{i}" for i in range(m)),
+        scale_factors=scales,
+        weights=weights,
+        throughputs=T,
+    )

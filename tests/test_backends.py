@@ -1,0 +1,195 @@
+import numpy as np
+import pytest
+
+from helpers import EXACT, LOOSE, lp_backends, tolerance
+from optim import (
+    BackendUnavailableError,
+    Capability,
+    CapabilityError,
+    LicenseLimitError,
+    Model,
+    SolveOptions,
+    Status,
+    UnknownBackendError,
+    get_backend,
+    lp_certificate,
+    parse_spec,
+    solve,
+)
+
+BACKENDS = lp_backends()
+EXACT_BACKENDS = [b for b in BACKENDS if b in EXACT]
+MILP_BACKENDS = [b for b in BACKENDS if Capability.MILP in parse_spec(b).capabilities()]
+
+
+def ranged_lp(sense: str) -> Model:
+    """max/min of a small LP with ranged, equality, one-sided rows and boxed columns."""
+    m = Model("ranged")
+    x = m.add_variables("x", 3, ub=[1.0, np.inf, 2.0])
+    m.add_rows("budget", {x: [[1.0, 2.0, 1.0]]}, hi=2.0)
+    m.add_rows("ranged", {x: [[1.0, -1.0, 0.0], [0.0, 1.0, 1.0]]}, lo=[-1.0, 0.5], hi=[0.5, 1.5])
+    m.add_rows("total", {x: [[1.0, 1.0, 1.0]]}, lo=1.2, hi=1.2)
+    c = np.array([1.0, 1.0, -0.5])
+    m.set_objective({x: c if sense == "max" else -c}, sense=sense, constant=0.25)
+    return m
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("sense", ["max", "min"])
+def test_every_backend_solves_the_same_lp(backend, sense):
+    res = solve(ranged_lp(sense), backend)
+    expected = 1.2 + 0.25 if sense == "max" else -1.2 + 0.25
+    assert res.status in (Status.OPTIMAL, Status.FEASIBLE)
+    assert res.objective == pytest.approx(expected, rel=tolerance(backend), abs=tolerance(backend))
+    assert res.timings.build > 0 and res.timings.translate > 0 and res.timings.solve > 0
+
+
+@pytest.mark.parametrize("backend", EXACT_BACKENDS)
+@pytest.mark.parametrize("sense", ["max", "min"])
+def test_duals_certify_optimality(backend, sense):
+    model = ranged_lp(sense)
+    res = solve(model, backend)
+    assert res.row_duals is not None
+    cert = lp_certificate(model.canonical(), res.x, res.row_duals)
+    assert cert.gap < 1e-6
+
+
+@pytest.mark.parametrize("backend", MILP_BACKENDS)
+def test_milp_backends_agree_on_a_knapsack(backend):
+    m = Model("knapsack")
+    k = m.add_variables("k", 3, ub=3, vtype="integer")
+    m.add_rows("weight", {k: [[3.0, 4.0, 5.0]]}, hi=17.0)
+    m.set_objective({k: [4.0, 5.5, 7.0]})
+    res = solve(m, backend)
+    assert res.status is Status.OPTIMAL
+    assert res.objective == pytest.approx(23.5)  # 2x item 0 + 1x... checked by brute force below
+    grid = np.stack(np.meshgrid(*[np.arange(4)] * 3), -1).reshape(-1, 3)
+    feasible = grid[grid @ [3, 4, 5] <= 17]
+    assert res.objective == pytest.approx((feasible @ [4.0, 5.5, 7.0]).max())
+
+
+def fisher_market() -> Model:
+    m = Model("fisher")
+    x = m.add_variables("x", 3, ub=5.0)
+    m.add_rows("capacity", {x: [[1.0, 1.0, 1.0]]}, hi=4.0)
+    m.set_objective({x: [0.0, 0.1, 0.0]})
+    m.add_log_utility([1.0, 2.0, 0.5], {x: np.diag([1.0, 1.0, 2.0])}, offset=[0.0, 0.5, 0.1])
+    return m
+
+
+def fisher_optimum() -> float:
+    """Closed form via the KKT conditions, solved by bisection on the price p."""
+    w, a, h, lin = np.array([1.0, 2.0, 0.5]), np.array([1.0, 1.0, 2.0]), np.array([0.0, 0.5, 0.1]), np.array([0, 0.1, 0])
+    lo, hi = 1e-6, 100.0
+    for _ in range(200):
+        p = (lo + hi) / 2
+        x = np.clip(w / (p - lin) - h / a, 0.0, 5.0)  # d/dx [w log(a x + h)] + lin = p
+        lo, hi = (p, hi) if x.sum() > 4.0 else (lo, p)
+    return float(lin @ x + (w * np.log(a * x + h)).sum())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_log_utility_on_every_backend(backend):
+    res = solve(fisher_market(), backend, SolveOptions(log_gap=1e-6))
+    if res.status is not Status.OPTIMAL:
+        # a first-order solver inside the cut loop: allowed only if it says so
+        assert backend in LOOSE and res.gap > 1e-6 and res.bound >= res.objective
+        return
+    assert res.objective == pytest.approx(fisher_optimum(), rel=max(tolerance(backend), 1e-5))
+    if Capability.LOG not in parse_spec(backend).capabilities():
+        assert any("tangent cuts" in note for note in res.notes)
+        assert res.gap <= 1e-6
+    else:
+        assert not res.notes
+
+
+def test_tangent_cut_gap_is_reported_when_not_closed():
+    res = solve(fisher_market(), "highs", SolveOptions(log_gap=1e-12, max_cut_rounds=2))
+    assert res.status is Status.FEASIBLE
+    assert res.gap > 1e-12
+    assert res.bound >= res.objective
+    assert "2 rounds" in res.notes[0]
+
+
+def test_log_utility_with_integers_on_a_milp_backend():
+    m = Model("integral market")
+    x = m.add_variables("x", 2, ub=4, vtype="integer")
+    m.add_rows("capacity", {x: [[1.0, 1.0]]}, hi=4.0)
+    m.set_objective({x: [0.0, 0.0]})
+    m.add_log_utility([1.0, 3.0], {x: np.eye(2)}, offset=1.0)
+    res = solve(m, "highs")
+    assert res.value("x").tolist() == pytest.approx([1.0, 3.0])
+    assert res.objective == pytest.approx(np.log(2) + 3 * np.log(4))
+
+
+@pytest.mark.parametrize("backend", EXACT_BACKENDS)
+def test_infeasible_and_unbounded_are_statuses_not_errors(backend):
+    m = Model("infeasible")
+    x = m.add_variables("x", 2)
+    m.add_rows("r", {x: [[1.0, 1.0]]}, lo=3.0, hi=np.inf)
+    m.add_rows("s", {x: [[1.0, 1.0]]}, hi=1.0)
+    m.set_objective({x: 1.0})
+    assert solve(m, backend).status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
+    u = Model("unbounded")
+    y = u.add_variables("y", 2)
+    u.set_objective({y: 1.0})
+    assert solve(u, backend).status in (Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED)
+
+
+def test_missing_milp_capability_names_the_backends_that_have_it():
+    m = Model("milp")
+    k = m.add_variables("k", 2, ub=3, vtype="integer")
+    m.set_objective({k: 1.0})
+    with pytest.raises(CapabilityError, match=r"cvxpy:CLARABEL.*MILP.*highs"):
+        solve(m, "cvxpy:CLARABEL")
+
+
+def test_unknown_and_unavailable_backends():
+    with pytest.raises(UnknownBackendError, match="unknown solver 'cplex'"):
+        get_backend("cplex")
+    with pytest.raises(UnknownBackendError, match="unknown cvxpy solver 'NOPE'"):
+        get_backend("cvxpy:nope")
+    with pytest.raises(UnknownBackendError, match="unknown pyomo solver"):
+        get_backend("pyomo:glpk")
+    with pytest.raises(BackendUnavailableError, match="MOSEK is not installed"):
+        get_backend("cvxpy:MOSEK")
+
+
+def test_specs_are_normalized():
+    assert parse_spec("cvxpy").spec == "cvxpy:CLARABEL"
+    assert parse_spec("CVXPY:scs").spec == "cvxpy:SCS"
+    assert parse_spec("pyomo").spec == "pyomo:highs"
+    assert parse_spec(" HiGHS ").spec == "highs"
+
+
+def oversized_lp(num_vars: int = 2500) -> Model:
+    m = Model("oversized")
+    x = m.add_variables("x", num_vars, ub=1.0)
+    m.add_rows("sum", {x: np.ones((1, num_vars))}, hi=10.0)
+    m.set_objective({x: np.linspace(1, 2, num_vars)})
+    return m
+
+
+@pytest.mark.parametrize("backend", ["gurobi", "pyomo:gurobi"])
+def test_size_limited_gurobi_license_is_a_clear_error(backend):
+    if backend not in BACKENDS:
+        pytest.skip(f"{backend} not installed")
+    probe = solve(oversized_lp(), backend, check=False)
+    if probe.status is not Status.LICENSE_LIMIT:
+        pytest.skip("a full Gurobi license is installed")
+    with pytest.raises(LicenseLimitError, match=r"size-limited license.*2500 variables.*Solve it with highs"):
+        solve(oversized_lp(), backend)
+    small = solve(oversized_lp(100), backend)
+    assert small.objective == pytest.approx(solve(oversized_lp(100), "highs").objective)
+
+
+def test_time_limit_and_thread_options_reach_highs():
+    res = solve(ranged_lp("max"), "highs", SolveOptions(time_limit=5.0, threads=1, method="simplex"))
+    assert res.status is Status.OPTIMAL
+
+
+def test_invalid_options_are_rejected():
+    with pytest.raises(ValueError, match="time_limit"):
+        SolveOptions(time_limit=0)
+    with pytest.raises(ValueError, match="method"):
+        SolveOptions(method="barrier")

@@ -1,0 +1,121 @@
+import json
+import re
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from schedopt.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_solve_example():
+    res = run("solve", "--example")
+    assert res.exit_code == 0, res.output
+    assert "status: optimal" in res.stdout
+    assert "timings: build" in res.stdout
+    assert "per-job allocation" in res.stdout
+
+
+@pytest.mark.parametrize("solver", ["highs", "cvxpy:CLARABEL", "pyomo:highs", "gurobi"])
+def test_solve_with_each_backend_gives_the_same_objective(solver):
+    reference = re.search(r"objective: (\S+)", run("solve", "--example").stdout).group(1)
+    res = run("solve", "--example", "--solver", solver)
+    assert res.exit_code == 0, res.output
+    assert f"objective: {reference}" in res.stdout
+
+
+def test_solvers_and_policies_listings():
+    res = run("solvers")
+    assert res.exit_code == 0
+    for name in ("highs", "gurobi", "cvxpy:CLARABEL", "pyomo:highs"):
+        assert name in res.stdout
+    res = run("policies")
+    assert res.exit_code == 0
+    assert "max_min_fairness_perf" in res.stdout and "LP" in res.stdout
+
+
+def test_output_files(tmp_path):
+    csv_path, json_path = tmp_path / "a.csv", tmp_path / "a.json"
+    assert run("solve", "--jobs", "20", "--seed", "2", "--output", str(csv_path)).exit_code == 0
+    frame = pd.read_csv(csv_path)
+    assert len(frame) == 20 and {"x_v100", "x_p100", "x_k80", "throughput"} <= set(frame.columns)
+    assert run("solve", "--jobs", "20", "--seed", "2", "--output", str(json_path)).exit_code == 0
+    doc = json.loads(json_path.read_text())
+    assert doc["status"] == "optimal" and len(doc["jobs"]) == 20
+
+
+def test_problem_file_and_throughputs(tmp_path, shared_data):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_type,scale_factor\nResNet-18 (batch size 16),1\nTransformer (batch size 32),4\n")
+    res = run("solve", "--problem", str(jobs), "--throughputs",
+              str(shared_data / "gavel" / "simulation_throughputs.json"), "--cluster", "v100=4,k80=4")
+    assert res.exit_code == 0, res.output
+
+
+def _one_line_error(res, *fragments):
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("schedopt: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (("--policy", "nope", "--jobs", "3"), ("unknown policy 'nope'", "max_min_fairness_perf")),
+        (("--solver", "cplex", "--jobs", "3"), ("unknown solver 'cplex'",)),
+        (("--solver", "cvxpy:MOSEK", "--jobs", "3"), ("MOSEK is not installed",)),
+        (("--cluster", "v100:4", "--jobs", "3"), ("cluster spec", "is not TYPE=COUNT")),
+        (("--cluster", "v100=0", "--jobs", "3"), ("positive integer",)),
+        (("--cluster", "a100=4", "--jobs", "3"), ("no throughputs for worker type 'a100'",)),
+        (("--jobs", "3", "--output", "out.txt"), ("use a .csv or .json",)),
+        (("--jobs", "0",), ("number of jobs must be >= 1",)),
+        ((), ("give exactly one of --jobs N or --problem FILE",)),
+        (("--cluster", "v100=1,p100=1,k80=1", "--jobs", "10", "--multi-gpu"), ("needs more GPUs",)),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, fragments):
+    _one_line_error(run("solve", *args), *fragments)
+
+
+def test_bad_files_are_named(tmp_path):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_type\nResNet-50 (batch size 64)\nGPT-9\n")
+    _one_line_error(run("solve", "--problem", str(jobs)), f"{jobs}:3: job_type: 'GPT-9'")
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({"v100": {"('A', 1)": {"null": float("nan")}}}).replace("NaN", "NaN"))
+    _one_line_error(run("solve", "--throughputs", str(table), "--jobs", "2", "--cluster", "v100=2"),
+                    str(table), "finite")
+    table.write_text(json.dumps({"v100": {"('A', 1)": {"null": -1.0}}}))
+    _one_line_error(run("solve", "--throughputs", str(table), "--jobs", "2", "--cluster", "v100=2"),
+                    "must be finite and >= 0")
+
+
+def test_gurobi_license_limit_is_one_line():
+    res = run("solve", "--jobs", "1000", "--solver", "gurobi")
+    if res.exit_code == 0:
+        pytest.skip("a full Gurobi license is installed")
+    _one_line_error(res, "size-limited license", "Solve it with highs")
+
+
+def test_unwritable_output_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    _one_line_error(run("solve", "--jobs", "3", "--output", str(blocker / "a.csv")), "a.csv")
+
+
+def test_nothing_half_written_on_failure(tmp_path):
+    out = tmp_path / "alloc.csv"
+    res = run("solve", "--jobs", "1000", "--solver", "gurobi", "--output", str(out))
+    if res.exit_code == 0:
+        pytest.skip("a full Gurobi license is installed")
+    assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -1,0 +1,121 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from optim import Capability, Model, ModelError, VarType, solve
+
+
+def test_blocks_are_laid_out_contiguously():
+    m = Model()
+    x = m.add_variables("x", (3, 2))
+    y = m.add_variables("y", 4, vtype=VarType.BINARY)
+    z = m.add_variables("z")
+    assert (x.start, x.stop, y.start, y.stop, z.start, z.size) == (0, 6, 6, 10, 10, 1)
+    canon = m.canonical()
+    assert canon.num_vars == 11
+    assert canon.integrality.tolist() == [False] * 6 + [True] * 4 + [False]
+    assert canon.col_hi[6:10].tolist() == [1.0] * 4
+
+
+def test_rows_from_dense_and_sparse_blocks_are_assembled():
+    m = Model()
+    x = m.add_variables("x", 3)
+    y = m.add_variables("y", 2)
+    m.add_rows("a", {x: np.array([[1.0, 0, 2.0]]), y: sp.csr_matrix([[0, 3.0]])}, lo=-1.0, hi=5.0)
+    m.add_rows("b", {y: np.eye(2)}, hi=[1.0, 2.0])
+    canon = m.canonical()
+    expected = np.array([[1, 0, 2, 0, 3], [0, 0, 0, 1, 0], [0, 0, 0, 0, 1]], dtype=float)
+    np.testing.assert_array_equal(canon.A.toarray(), expected)
+    np.testing.assert_array_equal(canon.row_lo, [-1, -np.inf, -np.inf])
+    np.testing.assert_array_equal(canon.row_hi, [5, 1, 2])
+    assert canon.row_blocks == {"a": slice(0, 1), "b": slice(1, 3)}
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda m, x: m.add_rows("r", {x: np.ones((2, 2))}), "shape"),
+        (lambda m, x: m.add_rows("r", {x: np.ones((1, 3))}, lo=2, hi=1), "lower side above"),
+        (lambda m, x: m.add_rows("r", {x: [[np.nan, 1, 1]]}), "non-finite"),
+        (lambda m, x: m.add_variables("x", 2), "already exists"),
+        (lambda m, x: m.add_variables("w", 2, lb=3, ub=1), "lower bound above"),
+        (lambda m, x: m.add_log_utility([-1.0], {x: [[1, 1, 1]]}), "concave"),
+        (lambda m, x: m.set_objective({x: 1.0}, sense="maximize"), "sense"),
+    ],
+)
+def test_malformed_models_are_rejected(build, message):
+    m = Model()
+    x = m.add_variables("x", 3)
+    with pytest.raises(ModelError, match=message):
+        build(m, x)
+
+
+def test_foreign_block_is_rejected():
+    other = Model().add_variables("x", 3)
+    m = Model()
+    m.add_variables("x", 2)
+    with pytest.raises(ModelError, match="not part of this model"):
+        m.add_rows("r", {other: np.ones((1, 3))})
+
+
+def test_log_terms_need_a_maximized_objective():
+    m = Model()
+    x = m.add_variables("x", 2)
+    m.add_log_utility([1.0, 1.0], {x: np.eye(2)}, offset=1.0)
+    m.set_objective({x: 0.0}, sense="min")
+    with pytest.raises(ModelError, match="maximized"):
+        m.canonical()
+
+
+def test_required_capabilities_follow_the_model():
+    m = Model()
+    x = m.add_variables("x", 2)
+    m.set_objective({x: 1.0})
+    assert m.canonical().required_capabilities() == {Capability.LP}
+    m.add_variables("k", 1, vtype="integer")
+    m.add_log_utility([1.0], {x: [[1.0, 1.0]]})
+    assert m.canonical().required_capabilities() == {Capability.LP, Capability.MILP, Capability.LOG}
+
+
+def test_objective_value_and_violation_helpers():
+    m = Model()
+    x = m.add_variables("x", 2, ub=1.0)
+    m.add_rows("r", {x: [[1.0, 1.0]]}, hi=1.5)
+    m.set_objective({x: [1.0, 2.0]}, constant=0.5)
+    m.add_log_utility([2.0], {x: [[1.0, 0.0]]}, offset=1.0)
+    canon = m.canonical()
+    assert canon.objective_value(np.array([1.0, 0.5])) == pytest.approx(0.5 + 1 + 1 + 2 * np.log(2))
+    assert canon.max_violation(np.array([1.0, 1.0])) == pytest.approx(0.5)
+    assert canon.max_violation(np.array([0.5, 0.5])) == 0.0
+
+
+def test_canonical_is_cached_until_the_model_changes():
+    m = Model()
+    x = m.add_variables("x", 2)
+    first = m.canonical()
+    assert m.canonical() is first
+    m.add_rows("r", {x: [[1.0, 1.0]]}, hi=1.0)
+    assert m.canonical() is not first
+    assert m.canonical().num_rows == 1
+
+
+def test_large_model_is_built_from_blocks():
+    from formulations import max_min_fairness
+    from simulator import build_problem, example_table, parse_cluster, sample_jobs
+
+    table = example_table()
+    problem = build_problem(parse_cluster("v100=3000,p100=3000,k80=3000"), sample_jobs(table, 10_000, 1), table)
+    canon = max_min_fairness.build(problem).canonical()
+    assert canon.num_vars == 30_001
+    assert canon.num_rows == 3 + 2 * 10_000
+    assert canon.num_nonzeros == 3 * 30_000 + 10_000 - (problem.throughputs == 0).sum()
+
+
+def test_empty_solution_of_a_tiny_milp():
+    m = Model("knapsack")
+    pick = m.add_variables("pick", 3, vtype="binary")
+    m.add_rows("weight", {pick: [[3.0, 4.0, 5.0]]}, hi=8.0)
+    m.set_objective({pick: [4.0, 5.0, 7.0]})
+    res = solve(m, "highs")
+    assert res.objective == pytest.approx(11.0)
+    assert res.value("pick").tolist() == pytest.approx([1.0, 0.0, 1.0])
