@@ -16,6 +16,7 @@ from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import Backend, split_rows, stopwatch
+from .highs import highs_lp_method
 
 DEFAULT_INNER = "CLARABEL"
 _PACKAGES = {"CLARABEL": "clarabel", "SCS": "scs", "ECOS": "ecos", "HIGHS": "highspy",
@@ -81,6 +82,8 @@ class CvxpyBackend(Backend):
         with stopwatch(timings, "translate"):
             problem, x, groups = _translate(model)
         kwargs = _solver_kwargs(self.inner, options)
+        if self.inner == "HIGHS" and highs_lp_method(options, model) is not None:
+            kwargs.setdefault("solver", highs_lp_method(options, model))
         t0 = time.perf_counter()
         try:
             problem.solve(solver=self.inner, verbose=options.verbose, **kwargs)

@@ -38,7 +38,7 @@ class HighsBackend(Backend):
         timings = Timings()
         with stopwatch(timings, "translate"):
             h = highspy.Highs()
-            _apply_options(h, options, model.is_mip)
+            _apply_options(h, options, model)
             A = model.A
             sense = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
             status = h.passModel(
@@ -65,7 +65,21 @@ class HighsBackend(Backend):
         return _read_result(h, model, timings, self.spec)
 
 
-def _apply_options(h, options: SolveOptions, is_mip: bool) -> None:
+#: pure LPs with more columns than this default to interior point (+ crossover): on the
+#: scheduling LPs simplex is ~40x slower at 30,000 columns (benchmarks/README.md)
+IPM_AUTO_COLUMNS = 5000
+
+
+def highs_lp_method(options: SolveOptions, model: CanonicalModel) -> str | None:
+    """HiGHS' "solver" option for ``options.method`` (None = leave HiGHS' default)."""
+    if model.is_mip:
+        return None
+    if options.method == "auto":
+        return "ipm" if model.num_vars > IPM_AUTO_COLUMNS else None
+    return options.method
+
+
+def _apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
     h.setOptionValue("output_flag", bool(options.verbose))
     if options.threads is not None:
         h.setOptionValue("threads", int(options.threads))
@@ -73,8 +87,9 @@ def _apply_options(h, options: SolveOptions, is_mip: bool) -> None:
         h.setOptionValue("time_limit", float(options.time_limit))
     if options.mip_gap is not None:
         h.setOptionValue("mip_rel_gap", float(options.mip_gap))
-    if options.method != "auto" and not is_mip:
-        h.setOptionValue("solver", options.method)
+    method = highs_lp_method(options, model)
+    if method is not None:
+        h.setOptionValue("solver", method)
     if options.feasibility_tol is not None:
         h.setOptionValue("primal_feasibility_tolerance", float(options.feasibility_tol))
         h.setOptionValue("mip_feasibility_tolerance", float(options.feasibility_tol))

@@ -15,6 +15,7 @@ from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import Backend, stopwatch
+from .highs import highs_lp_method
 
 DEFAULT_INNER = "highs"
 _SOLVERS = {"highs": "appsi_highs", "gurobi": "gurobi_direct"}
@@ -73,6 +74,8 @@ class PyomoBackend(Backend):
                 value = getattr(options, field)
                 if value is not None:
                     opt.options[names[field]] = value
+            if self.inner == "highs" and highs_lp_method(options, model) is not None:
+                opt.options["solver"] = highs_lp_method(options, model)
             for key, value in options.raw.items():
                 opt.options[key] = value
         with stopwatch(timings, "solve"):
