@@ -83,7 +83,7 @@ class CvxpyBackend(Backend):
             problem, x, groups = _translate(model)
         kwargs = _solver_kwargs(self.inner, options)
         if self.inner == "HIGHS" and highs_lp_method(options, model) is not None:
-            kwargs.setdefault("solver", highs_lp_method(options, model))
+            kwargs.setdefault("highs_options", {"solver": highs_lp_method(options, model)})
         t0 = time.perf_counter()
         try:
             problem.solve(solver=self.inner, verbose=options.verbose, **kwargs)
