@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
@@ -30,8 +31,11 @@ class Backend(ABC):
     @abstractmethod
     def capabilities(self) -> frozenset[Capability]: ...
 
-    @abstractmethod
-    def is_available(self) -> bool: ...
+    #: the Python package the adapter imports (for availability checks)
+    package: str = ""
+
+    def is_available(self) -> bool:
+        return importlib.util.find_spec(self.package) is not None
 
     @abstractmethod
     def version(self) -> str: ...
@@ -41,7 +45,7 @@ class Backend(ABC):
 
     def missing_reason(self) -> str:
         """Why the backend is unavailable (only meaningful when it is)."""
-        return f"{self.spec} is not installed"
+        return f"{self.package} is not installed (pip install {self.package})"
 
     def __repr__(self) -> str:
         return f"<backend {self.spec}>"

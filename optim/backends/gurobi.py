@@ -32,22 +32,13 @@ def _env():
 
 class GurobiBackend(Backend):
     spec = "gurobi"
+    package = "gurobipy"
     license_limits = PIP_LICENSE_LIMITS
 
     def capabilities(self) -> frozenset[Capability]:
         return frozenset(
             {Capability.LP, Capability.MILP, Capability.LOG, Capability.DUALS, Capability.WARM_START}
         )
-
-    def is_available(self) -> bool:
-        try:
-            import gurobipy  # noqa: F401
-        except ImportError:
-            return False
-        return True
-
-    def missing_reason(self) -> str:
-        return "gurobipy is not installed (pip install gurobipy)"
 
     def version(self) -> str:
         import gurobipy as gp

@@ -13,19 +13,10 @@ from .base import Backend, stopwatch
 
 class HighsBackend(Backend):
     spec = "highs"
+    package = "highspy"
 
     def capabilities(self) -> frozenset[Capability]:
         return frozenset({Capability.LP, Capability.MILP, Capability.DUALS, Capability.WARM_START})
-
-    def is_available(self) -> bool:
-        try:
-            import highspy  # noqa: F401
-        except ImportError:
-            return False
-        return True
-
-    def missing_reason(self) -> str:
-        return "highspy is not installed (pip install highspy)"
 
     def version(self) -> str:
         import highspy
