@@ -388,7 +388,11 @@ class Model:
         self._canonical = None
 
     def canonical(self) -> CanonicalModel:
-        """Assemble (once, cached until the next change) the canonical model."""
+        """Assemble (once, cached until the next change) the canonical model.
+
+        Its ``build_seconds`` is the wall time from ``Model()`` to this assembly: the
+        formulation's build time as reported in ``Result.timings.build``.
+        """
         if self._canonical is not None:
             return self._canonical
         n = self._num_vars

@@ -54,7 +54,7 @@ def test_unsupported_combinations_get_no_time():
 @pytest.mark.parametrize("backend", lp_backends())
 def test_backends_agree_on_random_instances(backend):
     rng = np.random.default_rng(7)
-    for trial in range(3):
+    for _ in range(3):
         m = 30
         T = rng.uniform(0.5, 20.0, size=(m, 3)) * (rng.random((m, 3)) > 0.15)
         T[np.arange(m), rng.integers(0, 3, m)] = rng.uniform(1, 5, m)
