@@ -92,7 +92,7 @@ def test_bad_files_are_named(tmp_path):
     jobs.write_text("job_type\nResNet-50 (batch size 64)\nGPT-9\n")
     _one_line_error(run("solve", "--problem", str(jobs)), f"{jobs}:3: job_type: 'GPT-9'")
     table = tmp_path / "t.json"
-    table.write_text(json.dumps({"v100": {"('A', 1)": {"null": float("nan")}}}).replace("NaN", "NaN"))
+    table.write_text(json.dumps({"v100": {"('A', 1)": {"null": float("nan")}}}))
     _one_line_error(run("solve", "--throughputs", str(table), "--jobs", "2", "--cluster", "v100=2"),
                     str(table), "finite")
     table.write_text(json.dumps({"v100": {"('A', 1)": {"null": -1.0}}}))

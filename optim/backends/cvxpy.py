@@ -22,7 +22,7 @@ DEFAULT_INNER = "CLARABEL"
 _PACKAGES = {"CLARABEL": "clarabel", "SCS": "scs", "ECOS": "ecos", "HIGHS": "highspy",
              "GUROBI": "gurobipy", "OSQP": "osqp", "SCIPY": "scipy", "MOSEK": "mosek"}
 _TIME_LIMIT = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "HIGHS": "time_limit",
-               "GUROBI": "TimeLimit", "MOSEK": "mosek_params"}
+               "GUROBI": "TimeLimit"}
 _MIP_GAP = {"HIGHS": "mip_rel_gap", "GUROBI": "MIPGap"}
 
 
@@ -82,8 +82,9 @@ class CvxpyBackend(Backend):
         with stopwatch(timings, "translate"):
             problem, x, groups = _translate(model)
         kwargs = _solver_kwargs(self.inner, options)
-        if self.inner == "HIGHS" and highs_lp_method(options, model) is not None:
-            kwargs.setdefault("highs_options", {"solver": highs_lp_method(options, model)})
+        method = highs_lp_method(options, model) if self.inner == "HIGHS" else None
+        if method is not None:
+            kwargs.setdefault("highs_options", {"solver": method})
         t0 = time.perf_counter()
         try:
             problem.solve(solver=self.inner, verbose=options.verbose, **kwargs)
@@ -128,7 +129,7 @@ def _translate(model: CanonicalModel):
 
 def _solver_kwargs(inner: str, options: SolveOptions) -> dict:
     kwargs = {}
-    if options.time_limit is not None and inner in _TIME_LIMIT and inner != "MOSEK":
+    if options.time_limit is not None and inner in _TIME_LIMIT:
         kwargs[_TIME_LIMIT[inner]] = options.time_limit
     if options.mip_gap is not None and inner in _MIP_GAP:
         kwargs[_MIP_GAP[inner]] = options.mip_gap

@@ -19,6 +19,7 @@ from .highs import highs_lp_method
 
 DEFAULT_INNER = "highs"
 _SOLVERS = {"highs": "appsi_highs", "gurobi": "gurobi_direct"}
+_PACKAGES = {"highs": "highspy", "gurobi": "gurobipy"}
 _OPTION_NAMES = {
     "highs": {"time_limit": "time_limit", "mip_gap": "mip_rel_gap", "threads": "threads"},
     "gurobi": {"time_limit": "TimeLimit", "mip_gap": "MIPGap", "threads": "Threads"},
@@ -51,7 +52,7 @@ class PyomoBackend(Backend):
             import pyomo.environ  # noqa: F401
         except ImportError:
             return "pyomo is not installed (pip install pyomo)"
-        package = {"highs": "highspy", "gurobi": "gurobipy"}.get(self.inner)
+        package = _PACKAGES.get(self.inner)
         if package is None:
             return f"pyomo inner solver {self.inner!r} is not supported (use one of {sorted(_SOLVERS)})"
         return f"pyomo:{self.inner} needs {package} (pip install {package})"
@@ -59,7 +60,7 @@ class PyomoBackend(Backend):
     def version(self) -> str:
         import pyomo.version
 
-        package = {"highs": "highspy", "gurobi": "gurobipy"}[self.inner]
+        package = _PACKAGES[self.inner]
         return f"pyomo {pyomo.version.version}, {package} {metadata.version(package)}"
 
     def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
@@ -74,8 +75,9 @@ class PyomoBackend(Backend):
                 value = getattr(options, field)
                 if value is not None:
                     opt.options[names[field]] = value
-            if self.inner == "highs" and highs_lp_method(options, model) is not None:
-                opt.options["solver"] = highs_lp_method(options, model)
+            method = highs_lp_method(options, model) if self.inner == "highs" else None
+            if method is not None:
+                opt.options["solver"] = method
             for key, value in options.raw.items():
                 opt.options[key] = value
         with stopwatch(timings, "solve"):
