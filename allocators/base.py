@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from enum import Enum
+from types import ModuleType
 
 from formulations import Allocation, AllocationProblem
-from optim import Capability, SolveOptions, backends_with, get_backend, parse_spec
+from optim import Capability, Model, Result, SolveOptions, backends_with, get_backend, parse_spec, solve
 from optim.errors import CapabilityError
 
 
 class ProgramClass(str, Enum):
-    """What kind of program a policy solves (decides which backends can run it)."""
+    """What kind of program a policy solves."""
 
     LP = "LP"
     MILP = "MILP"
@@ -23,10 +24,12 @@ class ProgramClass(str, Enum):
 
     @property
     def needs(self) -> frozenset[Capability]:
+        """Capabilities a backend must have. Convex policies need only LP: each has an exact
+        LP route (bisection or tangent cuts) besides its conic or log form."""
         return {
             ProgramClass.LP: frozenset({Capability.LP}),
             ProgramClass.MILP: frozenset({Capability.LP, Capability.MILP}),
-            ProgramClass.CONVEX: frozenset({Capability.LP, Capability.LOG}),
+            ProgramClass.CONVEX: frozenset({Capability.LP}),
             ProgramClass.HEURISTIC: frozenset(),
         }[self]
 
@@ -40,12 +43,12 @@ class Policy(ABC):
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
         self.solver = solver
         self.options = options or SolveOptions()
-        if self.program is not ProgramClass.HEURISTIC:
+        if self.program.needs:
             self._check_backend()
 
     def _check_backend(self) -> None:
         backend = get_backend(self.solver)
-        missing = self.program.needs - backend.capabilities() - {Capability.LOG}
+        missing = self.program.needs - backend.capabilities()
         if missing:
             names = ", ".join(sorted(str(c) for c in missing))
             others = ", ".join(backends_with(self.program.needs)) or "none installed"
@@ -54,5 +57,19 @@ class Policy(ABC):
                 f"solvers with it: {others}"
             )
 
+    def _solve(self, model: Model) -> Result:
+        return solve(model, self.solver, self.options)
+
     @abstractmethod
     def allocate(self, problem: AllocationProblem) -> Allocation: ...
+
+
+class FormulationPolicy(Policy):
+    """A policy that is one program: ``formulation.build(problem, variant)``, solved, decoded."""
+
+    formulation: ModuleType
+    variant: str
+
+    def allocate(self, problem: AllocationProblem) -> Allocation:
+        model = self.formulation.build(problem, self.variant)
+        return self.formulation.decode(problem, model, self._solve(model), self.name)

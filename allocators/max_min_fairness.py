@@ -2,29 +2,32 @@
 
 from __future__ import annotations
 
-from formulations import Allocation, AllocationProblem, max_min_fairness
-from optim import solve
+from formulations import max_min_fairness
 
-from .base import Policy, ProgramClass
+from .base import FormulationPolicy, ProgramClass
 
 
-class MaxMinFairness(Policy):
-    """Gavel's LAS policy; ``variant`` "perf" is heterogeneity-aware, "agnostic" is not."""
-
+class MaxMinFairness(FormulationPolicy):
     program = ProgramClass.LP
-    variant: max_min_fairness.Variant = "perf"
+    formulation = max_min_fairness
 
-    def allocate(self, problem: AllocationProblem) -> Allocation:
-        model = max_min_fairness.build(problem, self.variant)
-        result = solve(model, self.solver, self.options)
-        return max_min_fairness.decode(problem, result, self.name)
+
+class MaxMinFairnessAgnostic(MaxMinFairness):
+    """Gavel's LAS: equal GPU-time shares, blind to heterogeneity."""
+
+    name = "max_min_fairness"
+    variant = "agnostic"
 
 
 class MaxMinFairnessPerf(MaxMinFairness):
+    """Heterogeneity-aware LAS: equal normalized throughput."""
+
     name = "max_min_fairness_perf"
     variant = "perf"
 
 
-class MaxMinFairnessAgnostic(MaxMinFairness):
-    name = "max_min_fairness"
-    variant = "agnostic"
+class MaxMinFairnessPacked(MaxMinFairness):
+    """Heterogeneity-aware LAS with space sharing (co-located pairs)."""
+
+    name = "max_min_fairness_packed"
+    variant = "packed"

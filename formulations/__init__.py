@@ -1,8 +1,11 @@
 """Scheduling policies as mathematical programs: ``build(problem, variant) -> optim.Model``
-and ``decode(problem, result) -> Allocation``, one module per family."""
+and ``decode(problem, model, result, policy) -> Allocation``, one module per family."""
 
-from . import max_min_fairness
-from .checks import allocation_violations
-from .problem import Allocation, AllocationProblem, ProblemError
+from . import combinations, max_min_fairness
+from .checks import allocation_violations, certificate_gap
+from .problem import Allocation, AllocationProblem, JobPairs, ProblemError
 
-__all__ = ["Allocation", "AllocationProblem", "ProblemError", "allocation_violations", "max_min_fairness"]
+__all__ = [
+    "Allocation", "AllocationProblem", "JobPairs", "ProblemError", "allocation_violations", "certificate_gap",
+    "combinations", "max_min_fairness",
+]

@@ -1,14 +1,14 @@
-"""Gavel's max-min fairness (least attained service), agnostic and heterogeneity-aware.
+"""Gavel's max-min fairness (least attained service): agnostic, heterogeneity-aware, packed.
 
-    maximize z   s.t.  z <= sum_j c_ij x_ij          for every job i
-                       sum_i s_i x_ij <= W_j         for every worker type j
-                       sum_j x_ij <= 1,  x >= 0,  x_ij = 0 where T_ij = 0
+    maximize z   s.t.  z <= k_i thr_i(x)   for every job i,   base rows (see combinations)
 
-with ``c_ij = T_ij s_i / (w_i prop_i)`` and ``prop_i = sum_j T_ij W_j / sum_k W_k``.
-Variant "perf" (``max_min_fairness_perf``) uses the measured throughputs; variant
-"agnostic" (``max_min_fairness``) replaces every runnable T_ij by 1, so ``c_ij = s_i /
-w_i``: every type the job can run on counts the same (a type where it cannot run stays
-excluded). ``z`` is the smallest normalized share.
+with ``k_i = s_i / (w_i prop_i)``, ``prop_i = sum_j T_ij W_j / sum_k W_k`` and
+``thr_i(x)`` job i's throughput under x. Variant "perf" (``max_min_fairness_perf``)
+uses the measured throughputs; "agnostic" (``max_min_fairness``) replaces every runnable
+T_ij by 1 (so ``k_i thr_i = s_i / w_i sum_j x_ij``); "packed"
+(``max_min_fairness_packed``) adds the problem's co-located pairs as combinations, with
+each member's co-located rate counting toward its throughput. ``z`` is the smallest
+normalized share.
 """
 
 from __future__ import annotations
@@ -20,59 +20,59 @@ import scipy.sparse as sp
 
 from optim import Model, Result
 
+from . import combinations
+from .combinations import Combinations
 from .problem import Allocation, AllocationProblem
 
-Variant = Literal["perf", "agnostic"]
-VARIANTS: tuple[str, ...] = ("perf", "agnostic")
+Variant = Literal["agnostic", "perf", "packed"]
+VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
 
 
 def effective_throughputs(problem: AllocationProblem, variant: Variant) -> np.ndarray:
-    """The throughput matrix the variant optimizes over."""
+    """The isolated throughput matrix the variant optimizes over."""
     if variant == "agnostic":
         return (problem.throughputs > 0).astype(float)
-    if variant == "perf":
+    if variant in ("perf", "packed"):
         return problem.throughputs
     raise ValueError(f"unknown max-min fairness variant {variant!r}; use one of {VARIANTS}")
 
 
-def normalized_coefficients(problem: AllocationProblem, variant: Variant) -> np.ndarray:
-    """``c_ij = T_ij s_i / (w_i prop_i)``: the per-job objective rows."""
-    T = effective_throughputs(problem, variant)
+def share_scale(problem: AllocationProblem, throughputs: np.ndarray) -> np.ndarray:
+    """``k_i = s_i / (w_i prop_i)``: turns job i's throughput into its normalized share."""
     W = problem.capacities
-    prop = (T @ W) / W.sum()
-    return T * (problem.scale_factors / (problem.weights * prop))[:, None]
+    prop = (throughputs @ W) / W.sum()
+    return problem.scale_factors / (problem.weights * prop)
 
 
-def base_constraints(model: Model, problem: AllocationProblem, x) -> None:
-    """Capacity rows ``sum_i s_i x_ij <= W_j`` and time rows ``sum_j x_ij <= 1``."""
-    m, n = problem.num_jobs, problem.num_types
-    cells = np.arange(m * n)
-    capacity = sp.csr_matrix(
-        (np.repeat(problem.scale_factors.astype(float), n), (np.tile(np.arange(n), m), cells)), shape=(n, m * n)
-    )
-    model.add_rows("capacity", {x: capacity}, hi=problem.capacities)
-    per_job = sp.csr_matrix((np.ones(m * n), (np.repeat(np.arange(m), n), cells)), shape=(m, m * n))
-    model.add_rows("time_budget", {x: per_job}, hi=1.0)
+def normalized_coefficients(problem: AllocationProblem, variant: Variant) -> np.ndarray:
+    """``c_ij = k_i T_ij``: the per-job objective rows of the unpacked variants."""
+    T = effective_throughputs(problem, variant)
+    return T * share_scale(problem, T)[:, None]
+
+
+def space(problem: AllocationProblem, variant: Variant) -> Combinations:
+    """The combinations the variant allocates over."""
+    T = effective_throughputs(problem, variant)
+    return combinations.packed(problem) if variant == "packed" else combinations.singles(problem, T)
+
+
+def add_max_min(model: Model, x, share: sp.csr_matrix) -> None:
+    """``maximize z  s.t.  z <= (share vec(x))_i`` for every row i of ``share``."""
+    z = model.add_variables("z", 1, lb=-np.inf)
+    model.add_rows("fairness", {z: np.ones((share.shape[0], 1)), x: -share}, hi=0.0)
+    model.set_objective({z: 1.0}, sense="max")
 
 
 def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
     """The max-min fairness LP (see module docstring)."""
-    m, n = problem.num_jobs, problem.num_types
-    coef = normalized_coefficients(problem, variant)
+    combos = space(problem, variant)
     model = Model(f"max_min_fairness[{variant}]")
-    x = model.add_variables("x", (m, n), lb=0.0, ub=np.where(problem.throughputs > 0, 1.0, 0.0))
-    z = model.add_variables("z", 1, lb=-np.inf)
-    base_constraints(model, problem, x)
-    cells = np.arange(m * n)
-    rows = np.repeat(np.arange(m), n)
-    level = sp.csr_matrix((coef.reshape(-1), (rows, cells)), shape=(m, m * n))
-    model.add_rows("fairness", {z: np.ones((m, 1)), x: -level}, hi=0.0)
-    model.set_objective({z: 1.0}, sense="max")
+    x = combos.add_allocation(model)
+    k = share_scale(problem, effective_throughputs(problem, variant))
+    add_max_min(model, x, combos.throughput_map(k))
     return model
 
 
-def decode(problem: AllocationProblem, result: Result, policy: str) -> Allocation:
-    """The allocation in ``result`` (tiny negatives from the solver clipped to 0)."""
-    x = np.where(problem.throughputs > 0, np.clip(result.value("x"), 0.0, None), 0.0)
-    return Allocation(problem, x, policy, objective=float(result.value("z")[0]), result=result,
-                      notes=list(result.notes))
+def decode(problem: AllocationProblem, model: Model, result: Result, policy: str) -> Allocation:
+    """The allocation in ``result``; its objective is the max-min level z."""
+    return combinations.decode(problem, model, result, policy, objective=float(result.value("z")[0]))

@@ -2,9 +2,12 @@
 
 An :class:`AllocationProblem` is a snapshot: worker types with GPU counts, active jobs
 with scale factors and weights, and the throughput matrix ``T[i, j]`` (steps/s of job i
-on ``scale_factors[i]`` GPUs of type j; 0 = cannot run). It knows nothing of time or
-traces. An :class:`Allocation` is the matrix ``x[i, j]`` = fraction of wall time job i
-runs on type j, plus how it was obtained.
+on ``scale_factors[i]`` GPUs of type j; 0 = cannot run). Optional per-job quantities
+(steps remaining ``R_i``, seconds since arrival ``t_i``, seconds left to an SLO), per-type
+prices and candidate co-located pairs feed the policies that need them; the snapshot
+knows nothing of traces or of how time advances. An :class:`Allocation` is the matrix
+``x[i, j]`` = fraction of wall time job i runs alone on type j, plus ``pair_x[p, j]`` for
+co-located pairs, and how it was obtained.
 """
 
 from __future__ import annotations
@@ -13,11 +16,37 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optim import Result
+from optim import CanonicalModel, Result
 
 
 class ProblemError(ValueError):
     """The allocation problem is malformed; the message names the job and field."""
+
+
+@dataclass(frozen=True)
+class JobPairs:
+    """Candidate co-locations (space sharing): jobs ``first[p]`` and ``second[p]`` (row
+    indices, equal scale factors) share one gang of GPUs; ``rates[p, j] = (rate of first,
+    rate of second)`` in steps/s on type j, both 0 where they cannot share it."""
+
+    first: np.ndarray
+    second: np.ndarray
+    rates: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("first", "second"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.int64).reshape(-1))
+        object.__setattr__(self, "rates", np.asarray(self.rates, dtype=float))
+
+    def __len__(self) -> int:
+        return int(self.first.shape[0])
+
+    @classmethod
+    def empty(cls, num_types: int) -> JobPairs:
+        return cls(np.zeros(0), np.zeros(0), np.zeros((0, num_types, 2)))
+
+
+OPTIONAL_ARRAYS = ("remaining_steps", "time_since_arrival", "slo_remaining", "prices")
 
 
 @dataclass(frozen=True)
@@ -29,6 +58,11 @@ class AllocationProblem:
     scale_factors: np.ndarray
     weights: np.ndarray
     throughputs: np.ndarray
+    remaining_steps: np.ndarray | None = None
+    time_since_arrival: np.ndarray | None = None
+    slo_remaining: np.ndarray | None = None
+    prices: np.ndarray | None = None
+    pairs: JobPairs | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "worker_types", tuple(self.worker_types))
@@ -36,7 +70,26 @@ class AllocationProblem:
         for name, dtype in (("capacities", float), ("job_ids", np.int64), ("scale_factors", np.int64),
                             ("weights", float), ("throughputs", float)):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=dtype))
+        for name in OPTIONAL_ARRAYS:
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
         self._validate()
+        self._validate_optional()
+
+    def require(self, name: str, policy: str) -> np.ndarray:
+        """The optional field ``name``, or a ProblemError saying that ``policy`` needs it."""
+        value = getattr(self, name)
+        if value is None:
+            raise ProblemError(f"policy {policy!r} needs {name.replace('_', ' ')} for every job; the problem has none")
+        return value
+
+    def elapsed(self) -> np.ndarray:
+        """Seconds since each job arrived (0 where not given)."""
+        return np.zeros(self.num_jobs) if self.time_since_arrival is None else self.time_since_arrival
+
+    def job_pairs(self) -> JobPairs:
+        """The candidate pairs (none if not given)."""
+        return JobPairs.empty(self.num_types) if self.pairs is None else self.pairs
 
     @property
     def num_jobs(self) -> int:
@@ -87,16 +140,73 @@ class AllocationProblem:
         stuck = np.flatnonzero(T.max(axis=1, initial=0.0) <= 0)
         if stuck.size:
             raise ProblemError(f"{self.describe_job(stuck[0])}: zero throughput on every worker type")
-        too_big = np.flatnonzero(self.scale_factors > self.capacities.max())
+        fits = (T > 0) & (self.scale_factors[:, None] <= self.capacities[None, :])
+        too_big = np.flatnonzero(~fits.any(axis=1))
         if too_big.size:
             raise ProblemError(
-                f"{self.describe_job(too_big[0])}: needs more GPUs than any worker type has"
+                f"{self.describe_job(too_big[0])}: needs more GPUs than any worker type it can run on has"
             )
+
+    def _validate_optional(self) -> None:
+        m, n = self.num_jobs, self.num_types
+        checks = {
+            "remaining_steps": (m, lambda v: (v > 0) & np.isfinite(v), "must be finite and > 0"),
+            "time_since_arrival": (m, lambda v: (v >= 0) & np.isfinite(v), "must be finite and >= 0"),
+            "slo_remaining": (m, lambda v: v > 0, "must be > 0 (inf = no SLO)"),
+        }
+        for name, (size, ok, rule) in checks.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if value.shape != (size,):
+                raise ProblemError(f"{name}: expected {size} values, got shape {value.shape}")
+            bad = np.flatnonzero(~ok(value))
+            if bad.size:
+                raise ProblemError(f"{self.describe_job(bad[0])}: {name} {rule}, got {value[bad[0]]}")
+        if self.prices is not None:
+            if self.prices.shape != (n,):
+                raise ProblemError(f"prices: expected {n} values, got shape {self.prices.shape}")
+            bad = np.flatnonzero(~(self.prices > 0) | ~np.isfinite(self.prices))
+            if bad.size:
+                raise ProblemError(f"worker type {self.worker_types[bad[0]]!r}: price must be > 0, "
+                                   f"got {self.prices[bad[0]]}")
+        if self.pairs is not None:
+            self._validate_pairs(self.pairs)
+
+    def _validate_pairs(self, pairs: JobPairs) -> None:
+        m, n, P = self.num_jobs, self.num_types, len(pairs)
+        if pairs.second.shape != (P,) or pairs.rates.shape != (P, n, 2):
+            raise ProblemError(f"pairs: expected {P} second jobs and rates of shape ({P}, {n}, 2), "
+                               f"got {pairs.second.shape} and {pairs.rates.shape}")
+        if P == 0:
+            return
+        if min(pairs.first.min(), pairs.second.min()) < 0 or max(pairs.first.max(), pairs.second.max()) >= m:
+            raise ProblemError(f"pairs: job indices must lie in 0..{m - 1}")
+        same = np.flatnonzero(pairs.first == pairs.second)
+        if same.size:
+            raise ProblemError(f"pairs: {self.describe_job(pairs.first[same[0]])} is paired with itself")
+        lo, hi = np.minimum(pairs.first, pairs.second), np.maximum(pairs.first, pairs.second)
+        if np.unique(lo * m + hi).size != P:
+            raise ProblemError("pairs: a pair of jobs is listed twice")
+        unequal = np.flatnonzero(self.scale_factors[pairs.first] != self.scale_factors[pairs.second])
+        if unequal.size:
+            p = unequal[0]
+            raise ProblemError(f"pairs: {self.describe_job(pairs.first[p])} and "
+                               f"{self.describe_job(pairs.second[p])} have unequal scale factors")
+        bad = np.argwhere(~np.isfinite(pairs.rates) | (pairs.rates < 0))
+        if bad.size:
+            p, j, _ = bad[0]
+            raise ProblemError(f"pairs: {self.describe_job(pairs.first[p])} with "
+                               f"{self.describe_job(pairs.second[p])} on {self.worker_types[j]}: "
+                               "co-located rates must be finite and >= 0")
 
 
 @dataclass
 class Allocation:
-    """``x[i, j]``: fraction of wall time job i runs on worker type j (on s_i GPUs)."""
+    """``x[i, j]``: fraction of wall time job i runs alone on worker type j (on s_i GPUs);
+    ``pair_x[p, j]``: fraction of time the pair ``problem.pairs[p]`` shares s GPUs of type j
+    (``None`` when the policy does not space-share). ``program`` is the last LP solved,
+    kept for optimality certificates."""
 
     problem: AllocationProblem
     x: np.ndarray
@@ -104,11 +214,33 @@ class Allocation:
     objective: float | None = None
     result: Result | None = None
     notes: list[str] = field(default_factory=list)
+    pair_x: np.ndarray | None = None
+    program: CanonicalModel | None = None
+
+    def _pair_sum(self, per_pair: np.ndarray, which: str) -> np.ndarray:
+        pairs = self.problem.job_pairs()
+        return np.bincount(getattr(pairs, which), weights=per_pair, minlength=self.problem.num_jobs)
 
     def effective_throughput(self) -> np.ndarray:
-        """Steps/s each job makes under the allocation: ``sum_j T_ij x_ij``."""
-        return (self.problem.throughputs * self.x).sum(axis=1)
+        """Steps/s each job makes: ``sum_j T_ij x_ij`` plus its co-located rates in pairs."""
+        out = (self.problem.throughputs * self.x).sum(axis=1)
+        if self.pair_x is not None:
+            rates = self.problem.job_pairs().rates
+            out += self._pair_sum((rates[:, :, 0] * self.pair_x).sum(axis=1), "first")
+            out += self._pair_sum((rates[:, :, 1] * self.pair_x).sum(axis=1), "second")
+        return out
+
+    def time_fractions(self) -> np.ndarray:
+        """Fraction of wall time each job runs, alone or in a pair."""
+        out = self.x.sum(axis=1)
+        if self.pair_x is not None:
+            per_pair = self.pair_x.sum(axis=1)
+            out = out + self._pair_sum(per_pair, "first") + self._pair_sum(per_pair, "second")
+        return out
 
     def gpus_used(self) -> np.ndarray:
-        """GPUs of each type in use on average: ``sum_i s_i x_ij``."""
-        return self.problem.scale_factors @ self.x
+        """GPUs of each type in use on average: ``sum_i s_i x_ij`` plus ``s_p`` per pair."""
+        used = self.problem.scale_factors @ self.x
+        if self.pair_x is not None:
+            used = used + self.problem.scale_factors[self.problem.job_pairs().first] @ self.pair_x
+        return used

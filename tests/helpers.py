@@ -32,7 +32,8 @@ def problems(draw, max_jobs: int = 12, max_types: int = 3, multi_gpu: bool = Tru
     rates = draw(st.lists(st.floats(0.1, 100.0), min_size=m * n, max_size=m * n))
     T = np.array(rates).reshape(m, n)
     mask = np.array(draw(st.lists(st.booleans(), min_size=m * n, max_size=m * n))).reshape(m, n)
-    mask[np.arange(m), np.argmax(T, axis=1)] = True  # every job runs somewhere
+    fits = scales[:, None] <= caps[None, :]
+    mask[np.arange(m), np.argmax(np.where(fits, T, 0.0), axis=1)] = True  # every job runs where it fits
     T = np.where(mask, T, 0.0)
     return AllocationProblem(
         worker_types=tuple(f"gpu{j}" for j in range(n)),

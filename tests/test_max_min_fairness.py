@@ -46,7 +46,8 @@ def test_hand_computed_optima(problem, variant, expected):
 def test_unsupported_combinations_get_no_time():
     problem = tiny([[1.0, 0.0], [1.0, 1.0]], caps=(1, 1))
     for variant in ("perf", "agnostic"):
-        alloc = max_min_fairness.decode(problem, solve(max_min_fairness.build(problem, variant)), variant)
+        model = max_min_fairness.build(problem, variant)
+        alloc = max_min_fairness.decode(problem, model, solve(model), variant)
         assert alloc.x[0, 1] == 0.0
         assert not allocation_violations(alloc)
 
@@ -70,7 +71,7 @@ def test_allocation_invariants_and_optimality_certificate(problem):
     for variant in ("perf", "agnostic"):
         model = max_min_fairness.build(problem, variant)
         res = solve(model, "highs")
-        alloc = max_min_fairness.decode(problem, res, variant)
+        alloc = max_min_fairness.decode(problem, model, res, variant)
         assert allocation_violations(alloc, tol=1e-7) == []
         # the level is the minimum normalized share of the decoded allocation
         coef = max_min_fairness.normalized_coefficients(problem, variant)
@@ -100,9 +101,7 @@ def test_dual_bound_is_an_upper_bound_for_any_allocation(problem):
 @settings(max_examples=20)
 def test_perf_is_at_least_as_fair_as_agnostic_in_its_own_units(problem):
     perf = solve(max_min_fairness.build(problem, "perf")).objective
-    agnostic = max_min_fairness.decode(
-        problem, solve(max_min_fairness.build(problem, "agnostic")), "max_min_fairness"
-    )
+    agnostic = make_policy("max_min_fairness").allocate(problem)
     coef = max_min_fairness.normalized_coefficients(problem, "perf")
     assert perf >= (coef * agnostic.x).sum(axis=1).min() - 1e-7
 

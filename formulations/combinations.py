@@ -1,0 +1,116 @@
+"""The columns of every Gavel program: job combinations times worker types.
+
+A combination c is a single job or (space sharing) a pair of jobs with equal scale
+factor; ``x[c, j]`` is the fraction of wall time c runs on s_c GPUs of type j. Every
+program shares the base rows
+
+    sum_c s_c x_cj <= W_j                (capacity of type j)
+    sum_{c ∋ i} sum_j x_cj <= 1          (time budget of job i)
+    0 <= x_cj <= 1,  x_cj = 0 where c cannot run on j
+
+and reads job i's throughput as the linear map ``thr_i = (E vec(x))_i`` with
+``E[i, c·n + j]`` = job i's rate inside c on type j. Everything is a scipy.sparse block:
+the packed space has m + P columns per type, never m².
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from optim import Model, Result, VarBlock
+
+from .problem import Allocation, AllocationProblem
+
+
+@dataclass(frozen=True)
+class Combinations:
+    """``incidence`` (m, C): job i belongs to c; ``rates`` (m, C·n): the map E above;
+    ``scale`` (C,): GPUs per combination; ``runnable`` (C, n). Rows m.. of x are
+    ``problem.pairs`` in order (packed spaces only)."""
+
+    problem: AllocationProblem
+    incidence: sp.csr_matrix
+    rates: sp.csr_matrix
+    scale: np.ndarray
+    runnable: np.ndarray
+
+    @property
+    def num_combinations(self) -> int:
+        return int(self.scale.shape[0])
+
+    def add_allocation(self, model: Model, name: str = "x") -> VarBlock:
+        """The variables ``x`` (C, n) with the base rows."""
+        C, n = self.num_combinations, self.problem.num_types
+        x = model.add_variables(name, (C, n), lb=0.0, ub=self.runnable.astype(float))
+        cells = np.arange(C * n)
+        capacity = sp.csr_matrix((np.repeat(self.scale.astype(float), n), (np.tile(np.arange(n), C), cells)),
+                                 shape=(n, C * n))
+        model.add_rows("capacity", {x: capacity}, hi=self.problem.capacities)
+        model.add_rows("time_budget", {x: sp.kron(self.incidence, np.ones((1, n)), format="csr")}, hi=1.0)
+        return x
+
+    def throughput_map(self, row_scale: np.ndarray | None = None) -> sp.csr_matrix:
+        """``diag(row_scale) E``: job i's (scaled) throughput as a row over ``vec(x)``."""
+        return self.rates if row_scale is None else (sp.diags(row_scale) @ self.rates).tocsr()
+
+    def allocation(self, x: np.ndarray, policy: str, **fields) -> Allocation:
+        """An Allocation from combination shares ``x`` (C, n) (noise clipped into [0, runnable])."""
+        return _split(self.problem, np.where(self.runnable, np.clip(x, 0.0, 1.0), 0.0), policy, fields)
+
+
+def decode(problem: AllocationProblem, model: Model, result: Result, policy: str,
+           objective: float | None = None) -> Allocation:
+    """The allocation in the solved ``model`` (block "x" over singles, then pairs if packed);
+    solver noise is clipped into the column bounds."""
+    block = model.blocks["x"]
+    canon = model.canonical()
+    x = np.clip(result.value("x"), canon.col_lo[block.columns].reshape(block.shape),
+                canon.col_hi[block.columns].reshape(block.shape))
+    return _split(problem, x, policy, dict(objective=objective, result=result, notes=list(result.notes),
+                                           program=canon))
+
+
+def _split(problem: AllocationProblem, x: np.ndarray, policy: str, fields: dict) -> Allocation:
+    """Rows 0..m-1 are single jobs, the rest ``problem.pairs`` (``pair_x`` None if none)."""
+    m = problem.num_jobs
+    return Allocation(problem, x[:m], policy, pair_x=x[m:] if x.shape[0] > m else None, **fields)
+
+
+def singles(problem: AllocationProblem, throughputs: np.ndarray | None = None) -> Combinations:
+    """One combination per job, with ``throughputs`` (default: the problem's) as rates."""
+    T = problem.throughputs if throughputs is None else throughputs
+    m, n = T.shape
+    rows = np.repeat(np.arange(m), n)
+    rates = sp.csr_matrix((T.reshape(-1), (rows, np.arange(m * n))), shape=(m, m * n))
+    rates.eliminate_zeros()
+    scale = problem.scale_factors.copy()
+    return Combinations(problem, sp.identity(m, format="csr"), rates, scale, _fits(problem, scale, T > 0))
+
+
+def packed(problem: AllocationProblem) -> Combinations:
+    """Singles plus every pair in ``problem.pairs`` that can share some type (space sharing)."""
+    m, n = problem.num_jobs, problem.num_types
+    pairs = problem.job_pairs()
+    P, C = len(pairs), m + len(pairs)
+    T = problem.throughputs
+    pair_cols = np.arange(m, C)
+    incidence = sp.csr_matrix(
+        (np.ones(m + 2 * P), (np.concatenate([np.arange(m), pairs.first, pairs.second]),
+                              np.concatenate([np.arange(m), pair_cols, pair_cols]))), shape=(m, C))
+    cell = lambda combos: (combos[:, None] * n + np.arange(n)).reshape(-1)  # noqa: E731
+    rows = np.concatenate([np.repeat(np.arange(m), n), np.repeat(pairs.first, n), np.repeat(pairs.second, n)])
+    cols = np.concatenate([cell(np.arange(m)), cell(pair_cols), cell(pair_cols)])
+    vals = np.concatenate([T.reshape(-1), pairs.rates[:, :, 0].reshape(-1), pairs.rates[:, :, 1].reshape(-1)])
+    keep = vals > 0
+    rates = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(m, C * n))
+    runnable = np.vstack([T > 0, pairs.rates.sum(axis=2) > 0])
+    scale = np.concatenate([problem.scale_factors, problem.scale_factors[pairs.first]])
+    return Combinations(problem, incidence, rates, scale, _fits(problem, scale, runnable))
+
+
+def _fits(problem: AllocationProblem, scale: np.ndarray, runnable: np.ndarray) -> np.ndarray:
+    """Gang scheduling: a combination runs on type j only if s_c <= W_j."""
+    return runnable & (scale[:, None] <= problem.capacities[None, :])
