@@ -6,8 +6,11 @@ from abc import ABC, abstractmethod
 from enum import Enum
 from types import ModuleType
 
+import numpy as np
+
 from formulations import Allocation, AllocationProblem
 from optim import Capability, Model, Result, SolveOptions, backends_with, get_backend, parse_spec, solve
+from optim.column_generation import solve_by_column_generation
 from optim.errors import CapabilityError
 
 
@@ -57,8 +60,15 @@ class Policy(ABC):
                 f"solvers with it: {others}"
             )
 
-    def _solve(self, model: Model) -> Result:
-        return solve(model, self.solver, self.options)
+    def _solve(self, model: Model, problem: AllocationProblem | None = None) -> Result:
+        """Solve ``model``; a space-sharing LP (block "x" with rows beyond ``problem``'s jobs)
+        prices its pair columns in by column generation, starting from the single jobs."""
+        x = model.blocks.get("x")
+        if problem is None or x is None or x.shape[0] <= problem.num_jobs or model.canonical().is_mip:
+            return solve(model, self.solver, self.options)
+        singles = np.zeros(x.shape, dtype=bool)
+        singles[: problem.num_jobs] = True
+        return solve_by_column_generation(model, self.solver, self.options, block="x", initial=singles)
 
     @abstractmethod
     def allocate(self, problem: AllocationProblem) -> Allocation: ...
@@ -72,4 +82,4 @@ class FormulationPolicy(Policy):
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
         model = self.formulation.build(problem, self.variant)
-        return self.formulation.decode(problem, model, self._solve(model), self.name)
+        return self.formulation.decode(problem, model, self._solve(model, problem), self.name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -39,3 +40,25 @@ def parse_cluster(spec: str) -> Cluster:
         types.append(name)
         counts.append(int(count))
     return Cluster(tuple(types), np.asarray(counts, dtype=np.int64))
+
+
+def parse_prices(spec: str, cluster: Cluster) -> np.ndarray:
+    """Parse ``type=price[,...]`` (per GPU-hour, > 0) into one price per worker type of ``cluster``."""
+    prices = {}
+    for part in spec.split(","):
+        name, sep, value = part.strip().partition("=")
+        name = name.strip()
+        try:
+            price = float(value) if sep else math.nan
+        except ValueError:
+            price = math.nan
+        if not sep or not math.isfinite(price) or price <= 0:
+            raise ClusterSpecError(f"prices {spec!r}: {part.strip()!r} is not TYPE=PRICE with a price > 0")
+        prices[name] = price
+    unknown = set(prices) - set(cluster.worker_types)
+    missing = [t for t in cluster.worker_types if t not in prices]
+    if unknown or missing:
+        raise ClusterSpecError(f"prices {spec!r}: " + "; ".join(
+            ([f"unknown worker types {sorted(unknown)}"] if unknown else [])
+            + ([f"no price for {missing}"] if missing else [])) + f" (cluster {cluster})")
+    return np.array([prices[t] for t in cluster.worker_types])

@@ -1,8 +1,9 @@
 """Job sets for allocation snapshots: sampled from Gavel's distributions or read from CSV.
 
 A jobs CSV has a header row and the columns ``job_type`` (the model name as in the
-throughput table) and optionally ``job_id``, ``scale_factor`` (default 1) and
-``priority_weight`` (default 1).
+throughput table) and optionally ``job_id``, ``scale_factor`` (default 1),
+``priority_weight`` (default 1), ``total_steps`` (steps remaining) and ``slo`` (seconds
+left to the job's deadline; empty = none).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from .throughputs import ThroughputTable
 #: Gavel's multi-GPU scale-factor distribution
 SCALE_PROBABILITIES = {1: 0.7, 2: 0.1, 4: 0.15, 8: 0.05}
 HIGH_PRIORITY_WEIGHT = 5.0
+#: the worker type whose rate turns a sampled duration into steps (Gavel's choice)
+REFERENCE_TYPE = "v100"
 
 
 class JobsFileError(ValueError):
@@ -34,6 +37,8 @@ class JobSet:
     scale_factors: np.ndarray
     weights: np.ndarray
     keys: np.ndarray
+    total_steps: np.ndarray | None = None
+    slo: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.job_ids.shape[0])
@@ -48,7 +53,11 @@ def sample_jobs(
     priority_fraction: float = 0.0,
 ) -> JobSet:
     """``num_jobs`` jobs: uniform job type; scale 1, or Gavel's 1/2/4/8 mix (restricted to
-    scales the table has) with ``multi_gpu``; a ``priority_fraction`` get weight 5."""
+    scales the table has) with ``multi_gpu``; a ``priority_fraction`` get weight 5.
+
+    Durations follow Gavel's generator: ``60·10^U(1.5, 3)`` s w.p. 0.8, else
+    ``60·10^U(3, 4)`` s; ``total_steps`` = duration × rate on the reference type (v100, or
+    the job's fastest type when the table has no v100 or the job cannot run there)."""
     if num_jobs < 1:
         raise ValueError(f"number of jobs must be >= 1, got {num_jobs}")
     rng = np.random.default_rng(seed)
@@ -65,13 +74,26 @@ def sample_jobs(
         sel = np.flatnonzero(scale == s)
         keys[sel] = candidates[rng.integers(0, candidates.size, size=sel.size)]
     weights = np.where(rng.random(num_jobs) < priority_fraction, HIGH_PRIORITY_WEIGHT, 1.0)
+    short = rng.random(num_jobs) < 0.8
+    duration = 60.0 * 10.0 ** np.where(short, rng.uniform(1.5, 3.0, num_jobs), rng.uniform(3.0, 4.0, num_jobs))
     return JobSet(
         job_ids=np.arange(num_jobs, dtype=np.int64),
         models=tuple(table.keys[k][0] for k in keys),
         scale_factors=scale.astype(np.int64),
         weights=weights,
         keys=keys,
+        total_steps=np.ceil(duration * reference_rates(table, keys)),
     )
+
+
+def reference_rates(table: ThroughputTable, keys: np.ndarray) -> np.ndarray:
+    """Each job type's rate on the reference type (its fastest type where that is 0)."""
+    rates = table.isolated[keys]
+    fastest = rates.max(axis=1)
+    if REFERENCE_TYPE not in table.worker_types:
+        return fastest
+    ref = rates[:, table.worker_types.index(REFERENCE_TYPE)]
+    return np.where(ref > 0, ref, fastest)
 
 
 def _positive(text: str, kind, where: str):
@@ -95,7 +117,7 @@ def read_jobs_csv(path: str | os.PathLike, table: ThroughputTable) -> JobSet:
         reader = csv.DictReader(fh)
         if not reader.fieldnames or "job_type" not in reader.fieldnames:
             raise JobsFileError(f"{src}:1: header must name a 'job_type' column")
-        ids, models, scales, weights, keys = [], [], [], [], []
+        ids, models, scales, weights, keys, steps, slos = [], [], [], [], [], [], []
         for row in reader:
             line = reader.line_num
             if None in row or any(v is None for v in row.values()):
@@ -115,11 +137,20 @@ def read_jobs_csv(path: str | os.PathLike, table: ThroughputTable) -> JobSet:
             models.append(model)
             scales.append(scale)
             weights.append(weight)
+            text = (row.get("total_steps") or "").strip()
+            steps.append(_positive(text, float, f"{src}:{line}: total_steps") if text else math.nan)
+            text = (row.get("slo") or "").strip()
+            slos.append(_positive(text, float, f"{src}:{line}: slo") if text else math.inf)
     if not ids:
         raise JobsFileError(f"{src}: no jobs")
     if len(set(ids)) != len(ids):
         raise JobsFileError(f"{src}: job_id values are not unique")
-    return JobSet(np.array(ids), tuple(models), np.array(scales), np.array(weights, dtype=float), np.array(keys))
+    steps_given = [not math.isnan(v) for v in steps]
+    if any(steps_given) and not all(steps_given):
+        raise JobsFileError(f"{src}:{steps_given.index(False) + 2}: total_steps: missing (give it for every job or none)")
+    return JobSet(np.array(ids), tuple(models), np.array(scales), np.array(weights, dtype=float), np.array(keys),
+                  total_steps=np.array(steps) if all(steps_given) else None,
+                  slo=np.array(slos) if np.isfinite(slos).any() else None)
 
 
 def _nonnegative_id(text: str, where: str) -> int:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from formulations import AllocationProblem
+import numpy as np
+
+from formulations import AllocationProblem, JobPairs
 
 from .cluster import Cluster
 from .jobs import JobSet
 from .throughputs import ThroughputTable
 
 
-def build_problem(cluster: Cluster, jobs: JobSet, table: ThroughputTable) -> AllocationProblem:
-    """The snapshot the allocation programs solve (throughputs mapped to the cluster's types)."""
+def build_problem(cluster: Cluster, jobs: JobSet, table: ThroughputTable, *, pairs: bool = False,
+                  prices: np.ndarray | None = None) -> AllocationProblem:
+    """The snapshot the allocation programs solve (throughputs mapped to the cluster's
+    types); ``pairs`` adds the co-located candidates that space-sharing policies use."""
+    job_pairs = None
+    if pairs:
+        job_pairs = JobPairs(*table.co_located(jobs.keys, jobs.scale_factors, cluster.worker_types))
     return AllocationProblem(
         worker_types=cluster.worker_types,
         capacities=cluster.gpus,
@@ -19,4 +26,8 @@ def build_problem(cluster: Cluster, jobs: JobSet, table: ThroughputTable) -> All
         scale_factors=jobs.scale_factors,
         weights=jobs.weights,
         throughputs=table.rates(jobs.keys, cluster.worker_types),
+        remaining_steps=jobs.total_steps,
+        slo_remaining=jobs.slo,
+        prices=prices,
+        pairs=job_pairs,
     )

@@ -79,6 +79,36 @@ class ThroughputTable:
         """Isolated rates of the job types ``key_index`` on ``worker_types``: (m, n)."""
         return self.isolated[np.ix_(np.asarray(key_index), self.type_columns(worker_types))]
 
+    def co_located(self, key_index: np.ndarray, scale_factors: np.ndarray, worker_types):
+        """Candidate pairs among jobs of types ``key_index``: ``(first, second, rates)``.
+
+        Every job pair i < k of equal scale factor whose job types have co-located rates
+        in the table, not all zero on ``worker_types``; ``rates[p, j] = (rate of first, rate
+        of second)``. Built per scale factor from index arrays (no Python loop over pairs).
+        """
+        keys = np.asarray(key_index)
+        cols = self.type_columns(worker_types)
+        K = len(self.keys)
+        lookup = np.full((K, K), -1, dtype=np.int64)
+        rates = np.zeros((len(self.pair_keys), len(cols), 2))
+        if self.pair_keys:
+            pk = np.asarray(self.pair_keys)
+            lookup[pk[:, 0], pk[:, 1]] = np.arange(len(pk))
+            rates = np.nan_to_num(self.pair_rates[:, cols, :])
+        firsts, seconds, out = [], [], []
+        for s in np.unique(scale_factors):
+            members = np.flatnonzero(scale_factors == s)
+            a, b = np.triu_indices(members.size, k=1)
+            a, b = members[a], members[b]
+            forward = lookup[keys[a], keys[b]]
+            backward = lookup[keys[b], keys[a]]
+            pair_rates = np.where((forward >= 0)[:, None, None], rates[forward], rates[backward][:, :, ::-1])
+            keep = ((forward >= 0) | (backward >= 0)) & (pair_rates.sum(axis=(1, 2)) > 0)
+            firsts.append(a[keep])
+            seconds.append(b[keep])
+            out.append(pair_rates[keep])
+        return np.concatenate(firsts), np.concatenate(seconds), np.concatenate(out)
+
 
 def parse_key(text: str, where: str) -> JobKey:
     """``"('ResNet-18 (batch size 16)', 1)"`` -> ``('ResNet-18 (batch size 16)', 1)``."""
