@@ -9,7 +9,16 @@ from types import ModuleType
 import numpy as np
 
 from formulations import Allocation, AllocationProblem
-from optim import Capability, Model, Result, SolveOptions, backends_with, get_backend, parse_spec, solve
+from optim import (
+    Capability,
+    Model,
+    Result,
+    SolveOptions,
+    backends_with,
+    get_backend,
+    parse_spec,
+    solve,
+)
 from optim.column_generation import solve_by_column_generation
 from optim.errors import CapabilityError
 
@@ -38,10 +47,12 @@ class ProgramClass(str, Enum):
 
 
 class Policy(ABC):
-    """``allocate(problem) -> Allocation``; any state lives on the policy object."""
+    """``allocate(problem) -> Allocation``; any state lives on the policy object.
+    ``uses_pairs``: the policy space-shares, so snapshots should carry co-located pairs."""
 
     name: str
     program: ProgramClass
+    uses_pairs: bool = False
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
         self.solver = solver

@@ -30,4 +30,5 @@ class MaxMinFairnessPacked(MaxMinFairness):
     """Heterogeneity-aware LAS with space sharing (co-located pairs)."""
 
     name = "max_min_fairness_packed"
+    uses_pairs = True
     variant = "packed"

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from optim import SolveOptions
 
+from . import finish_time_fairness as ftf
+from . import max_min_fairness as mmf
+from . import max_sum_throughput as mst
+from . import min_total_duration as mtd
 from .base import Policy
-from .max_min_fairness import MaxMinFairnessAgnostic, MaxMinFairnessPacked, MaxMinFairnessPerf
 
 POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (MaxMinFairnessAgnostic, MaxMinFairnessPerf, MaxMinFairnessPacked)
+    cls.name: cls
+    for cls in (
+        mmf.MaxMinFairnessAgnostic, mmf.MaxMinFairnessPerf, mmf.MaxMinFairnessPacked,
+        ftf.FinishTimeFairnessAgnostic, ftf.FinishTimeFairnessPerf, ftf.FinishTimeFairnessPacked,
+        mtd.MinTotalDurationAgnostic, mtd.MinTotalDurationPerf, mtd.MinTotalDurationPacked,
+        mst.MaxSumThroughputPerf, mst.MaxSumThroughputByCost, mst.MaxSumThroughputByCostSLOs,
+        mst.MaxSumThroughputByCostPackedSLOs,
+    )
 }
 
 

@@ -1,11 +1,19 @@
 """Scheduling policies as mathematical programs: ``build(problem, variant) -> optim.Model``
 and ``decode(problem, model, result, policy) -> Allocation``, one module per family."""
 
-from . import combinations, max_min_fairness
+from . import (
+    combinations,
+    finish_time_fairness,
+    max_min_fairness,
+    max_sum_throughput,
+    min_total_duration,
+    rates,
+)
 from .checks import allocation_violations, certificate_gap
 from .problem import Allocation, AllocationProblem, JobPairs, ProblemError
 
 __all__ = [
     "Allocation", "AllocationProblem", "JobPairs", "ProblemError", "allocation_violations", "certificate_gap",
-    "combinations", "max_min_fairness",
+    "combinations", "finish_time_fairness", "max_min_fairness", "max_sum_throughput", "min_total_duration",
+    "rates",
 ]

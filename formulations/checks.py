@@ -24,7 +24,7 @@ def certificate_gap(allocation: Allocation) -> float | None:
     program, result = allocation.program, allocation.result
     if program is None or result is None or result.row_duals is None or result.x is None:
         return None
-    if program.is_mip or program.log_terms is not None:
+    if program.is_mip or program.log_terms is not None or program.hyperbolic is not None:
         return None
     return lp_certificate(program, result.x, result.row_duals).gap
 
@@ -54,7 +54,7 @@ def allocation_violations(allocation: Allocation, tol: float = 1e-6) -> list[str
     if x.shape != (p.num_jobs, p.num_types):
         return [f"allocation has shape {x.shape}, expected ({p.num_jobs}, {p.num_types})"]
     pairs = p.job_pairs()
-    pair_x = np.zeros((0, p.num_types)) if allocation.pair_x is None else allocation.pair_x
+    pair_x = np.zeros((len(pairs), p.num_types)) if allocation.pair_x is None else allocation.pair_x
     if pair_x.shape != (len(pairs), p.num_types):
         return [f"pair allocation has shape {pair_x.shape}, expected ({len(pairs)}, {p.num_types})"]
     if not (np.isfinite(x).all() and np.isfinite(pair_x).all()):

@@ -63,14 +63,40 @@ class Combinations:
 
 def decode(problem: AllocationProblem, model: Model, result: Result, policy: str,
            objective: float | None = None) -> Allocation:
-    """The allocation in the solved ``model`` (block "x" over singles, then pairs if packed);
-    solver noise is clipped into the column bounds."""
+    """The allocation in the solved ``model`` (block "x" over singles, then pairs if packed).
+
+    Solver noise is clipped into the column bounds, and capacity / time-budget excesses
+    within a solver's tolerance (first-order solvers leave ~1e-5) are removed by scaling
+    down: each type's column by ``min(1, W_j / used_j)``, then each combination by the
+    smallest ``min(1, 1 / time_i)`` of its jobs. Scaling down keeps every other row
+    satisfied; a repair larger than 1e-9 is reported in the notes.
+    """
     block = model.blocks["x"]
     canon = model.canonical()
     x = np.clip(result.value("x"), canon.col_lo[block.columns].reshape(block.shape),
                 canon.col_hi[block.columns].reshape(block.shape))
-    return _split(problem, x, policy, dict(objective=objective, result=result, notes=list(result.notes),
-                                           program=canon))
+    notes = list(result.notes)
+    repaired = _scale_into_budgets(problem, x)
+    if np.abs(repaired - x).max(initial=0.0) > 1e-9:
+        notes.append(f"scaled shares down by up to {np.abs(repaired - x).max():.2e} to meet capacity and "
+                     f"time budgets exactly ({result.backend} tolerance)")
+    fields = {"objective": objective, "result": result, "notes": notes, "program": canon}
+    return _split(problem, repaired, policy, fields)
+
+
+def _scale_into_budgets(problem: AllocationProblem, x: np.ndarray) -> np.ndarray:
+    m = problem.num_jobs
+    pairs = problem.job_pairs()
+    packed = x.shape[0] > m
+    first = np.concatenate([np.arange(m), pairs.first]) if packed else np.arange(m)
+    second = np.concatenate([np.arange(m), pairs.second]) if packed else first
+    x = x * np.minimum(1.0, problem.capacities / np.maximum(problem.scale_factors[first] @ x, 1e-300))
+    per_combination = x.sum(axis=1)
+    time = np.bincount(first, weights=per_combination, minlength=m)
+    if packed:
+        time += np.bincount(pairs.second, weights=per_combination[m:], minlength=m)
+    factor = np.minimum(1.0, 1.0 / np.maximum(time, 1e-300))
+    return x * np.minimum(factor[first], factor[second])[:, None]
 
 
 def _split(problem: AllocationProblem, x: np.ndarray, policy: str, fields: dict) -> Allocation:
@@ -100,15 +126,19 @@ def packed(problem: AllocationProblem) -> Combinations:
     incidence = sp.csr_matrix(
         (np.ones(m + 2 * P), (np.concatenate([np.arange(m), pairs.first, pairs.second]),
                               np.concatenate([np.arange(m), pair_cols, pair_cols]))), shape=(m, C))
-    cell = lambda combos: (combos[:, None] * n + np.arange(n)).reshape(-1)  # noqa: E731
     rows = np.concatenate([np.repeat(np.arange(m), n), np.repeat(pairs.first, n), np.repeat(pairs.second, n)])
-    cols = np.concatenate([cell(np.arange(m)), cell(pair_cols), cell(pair_cols)])
+    cols = np.concatenate([_cells(n, np.arange(m)), _cells(n, pair_cols), _cells(n, pair_cols)])
     vals = np.concatenate([T.reshape(-1), pairs.rates[:, :, 0].reshape(-1), pairs.rates[:, :, 1].reshape(-1)])
     keep = vals > 0
     rates = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(m, C * n))
     runnable = np.vstack([T > 0, pairs.rates.sum(axis=2) > 0])
     scale = np.concatenate([problem.scale_factors, problem.scale_factors[pairs.first]])
     return Combinations(problem, incidence, rates, scale, _fits(problem, scale, runnable))
+
+
+def _cells(n: int, combos: np.ndarray) -> np.ndarray:
+    """Flat indices of the cells (c, 0..n-1) of the combinations ``combos``."""
+    return (combos[:, None] * n + np.arange(n)).reshape(-1)
 
 
 def _fits(problem: AllocationProblem, scale: np.ndarray, runnable: np.ndarray) -> np.ndarray:

@@ -21,14 +21,14 @@ from .errors import (
     SolverFailedError,
     UnknownBackendError,
 )
-from .model import CanonicalModel, LogTerms, Model, VarBlock, VarType
+from .model import CanonicalModel, HyperbolicCones, LogTerms, Model, VarBlock, VarType
 from .options import SolveOptions
 from .result import Result, Status, Timings
 from .solve import backends_with, solve
 
 __all__ = [
     "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate",
-    "LicenseLimitError", "LogTerms", "Model", "ModelError", "OptimError", "Result",
+    "HyperbolicCones", "LicenseLimitError", "LogTerms", "Model", "ModelError", "OptimError", "Result",
     "SolveOptions", "SolverFailedError", "Status", "Timings", "UnknownBackendError", "VarBlock",
     "VarType", "all_backends", "available_backends", "backends_with", "get_backend",
     "lp_certificate", "lp_dual_bound", "parse_spec", "solve",

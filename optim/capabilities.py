@@ -9,6 +9,7 @@ class Capability(str, Enum):
     LP = "lp"
     MILP = "milp"
     LOG = "log"  # concave log terms (exponential cone or native nonlinear)
+    SOC = "soc"  # rotated second-order cones k <= u v, u, v >= 0 (hyperbolic constraints)
     DUALS = "duals"  # row duals of an LP
     WARM_START = "warm_start"
 

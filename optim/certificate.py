@@ -56,6 +56,6 @@ def lp_dual_bound(model: CanonicalModel, row_duals: np.ndarray, zero_tol: float 
 
 def lp_certificate(model: CanonicalModel, x: np.ndarray, row_duals: np.ndarray) -> Certificate:
     """Primal objective at ``x`` and the dual bound of ``row_duals``."""
-    if model.log_terms is not None or model.is_mip:
-        raise ValueError("an LP certificate needs a pure LP (no integers, no log terms)")
+    if model.log_terms is not None or model.is_mip or model.hyperbolic is not None:
+        raise ValueError("an LP certificate needs a pure LP (no integers, no log terms, no cones)")
     return Certificate(model.objective_value(x), lp_dual_bound(model, row_duals))

@@ -54,7 +54,7 @@ def solve_by_column_generation(
     canon = model.canonical() if isinstance(model, Model) else model
     options = options or SolveOptions()
     be = get_backend(backend) if isinstance(backend, str) else backend
-    if canon.is_mip or canon.log_terms is not None:
+    if canon.is_mip or canon.log_terms is not None or canon.hyperbolic is not None:
         raise ModelError(f"{canon.name}: column generation needs a pure LP")
     cols = canon.blocks[block].columns
     initial = np.asarray(initial, dtype=bool).reshape(-1)
@@ -98,7 +98,7 @@ def solve_by_column_generation(
     active = int((~held & ~fixed_at_zero)[cols].sum())
     return dataclasses.replace(
         master, x=x, reduced_costs=canon.c - canon.A.T @ master.row_duals, timings=total, blocks=canon.blocks,
-        notes=master.notes + [f"column generation: {rounds} master LPs, {active} of {cols.stop - cols.start} "
-                              f"columns of block {block!r} priced in"],
+        notes=[*master.notes, (f"column generation: {rounds} master LPs, {active} of {cols.stop - cols.start} "
+                               f"columns of block {block!r} priced in")],
     )
 

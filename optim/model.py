@@ -4,7 +4,11 @@ The model is a set of named variable blocks (numpy shapes) and blocks of ranged 
 rows ``lo <= A x <= hi`` given as numpy / scipy.sparse matrices, a linear objective
 with a sense, and optional concave log-utility terms
 
-    sum_i b_i * log(g_i . x + h_i),   b_i >= 0, added to a maximized objective.
+    sum_i b_i * log(g_i . x + h_i),   b_i >= 0, added to a maximized objective,
+
+and optional hyperbolic (rotated second-order cone) constraints
+
+    (U x + u0)_i * (V x + v0)_i >= k_i,   U x + u0 >= 0,   V x + v0 >= 0,   k >= 0.
 
 :meth:`Model.canonical` assembles everything into one :class:`CanonicalModel` (CSC
 matrix, ranged rows, column bounds, integrality vector), which is what backends read.
@@ -74,11 +78,47 @@ class LogTerms:
 
 
 @dataclass(frozen=True)
+class HyperbolicCones:
+    """Rotated second-order cones ``k_i <= u_i v_i``, ``u, v >= 0``, with ``k >= 0``,
+    ``u = U @ x + u_offset`` and ``v = V @ x + v_offset``.
+
+    Equivalently ``||(2 sqrt(k_i), u_i - v_i)|| <= u_i + v_i`` (a second-order cone).
+    """
+
+    U: sp.csr_matrix
+    u_offset: np.ndarray
+    V: sp.csr_matrix
+    v_offset: np.ndarray
+    k: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.k.shape[0]
+
+    def residuals(self, x: np.ndarray) -> np.ndarray:
+        """Per-cone ``max(||(2 sqrt(k_i), u_i - v_i)|| - (u_i + v_i), 0)``.
+
+        Zero exactly on the feasible set, in the units of ``u`` and ``v``; it is at
+        least ``-u_i`` and ``-v_i``, so a negative side is counted too.
+        """
+        u = self.U @ x + self.u_offset
+        v = self.V @ x + self.v_offset
+        return np.maximum(np.hypot(2.0 * np.sqrt(self.k), u - v) - (u + v), 0.0)
+
+    def with_columns(self, n: int) -> HyperbolicCones:
+        """The same cones over ``n >= U.shape[1]`` columns (new columns unused)."""
+        U = sp.csr_matrix((self.U.data, self.U.indices, self.U.indptr), shape=(self.size, n))
+        V = sp.csr_matrix((self.V.data, self.V.indices, self.V.indptr), shape=(self.size, n))
+        return HyperbolicCones(U, self.u_offset, V, self.v_offset, self.k)
+
+
+@dataclass(frozen=True)
 class CanonicalModel:
     """The assembled model: what every backend translates.
 
     ``sense``: "min" or "max"; objective = ``c @ x + offset`` (+ log terms).
-    ``integrality[j]`` is True for integer (and binary) columns.
+    ``integrality[j]`` is True for integer (and binary) columns; ``hyperbolic`` holds
+    the rotated second-order cones, if any.
     """
 
     name: str
@@ -95,6 +135,7 @@ class CanonicalModel:
     blocks: Mapping[str, VarBlock]
     row_blocks: Mapping[str, slice]
     build_seconds: float = 0.0
+    hyperbolic: HyperbolicCones | None = None
 
     @property
     def num_vars(self) -> int:
@@ -113,6 +154,10 @@ class CanonicalModel:
         return int(self.integrality.sum())
 
     @property
+    def num_cones(self) -> int:
+        return 0 if self.hyperbolic is None else self.hyperbolic.size
+
+    @property
     def is_mip(self) -> bool:
         return bool(self.integrality.any())
 
@@ -122,6 +167,8 @@ class CanonicalModel:
             need.add(Capability.MILP)
         if self.log_terms is not None:
             need.add(Capability.LOG)
+        if self.hyperbolic is not None:
+            need.add(Capability.SOC)
         return frozenset(need)
 
     def objective_value(self, x: np.ndarray) -> float:
@@ -132,7 +179,10 @@ class CanonicalModel:
         return value
 
     def max_violation(self, x: np.ndarray) -> float:
-        """Largest violation of a row, bound or integrality at ``x`` (0 = feasible)."""
+        """Largest violation of a row, bound, integrality or cone at ``x`` (0 = feasible).
+
+        A cone counts with :meth:`HyperbolicCones.residuals`.
+        """
         ax = self.A @ x
         viol = [
             np.maximum(self.row_lo - ax, 0.0),
@@ -143,6 +193,8 @@ class CanonicalModel:
         if self.is_mip:
             xi = x[self.integrality]
             viol.append(np.abs(xi - np.round(xi)))
+        if self.hyperbolic is not None:
+            viol.append(self.hyperbolic.residuals(x))
         return float(max((v.max(initial=0.0) for v in viol), default=0.0))
 
     def with_extra(
@@ -159,7 +211,8 @@ class CanonicalModel:
     ) -> CanonicalModel:
         """A copy with ``new_cols`` continuous columns appended and extra rows.
 
-        ``rows`` has ``num_vars + new_cols`` columns. Used by reformulation bridges.
+        ``rows`` has ``num_vars + new_cols`` columns; the cones are kept (the new columns
+        do not enter them). Used by reformulation bridges.
         """
         n = self.num_vars + new_cols
         indptr = np.concatenate([self.A.indptr, np.full(new_cols, self.A.indptr[-1])])
@@ -185,6 +238,7 @@ class CanonicalModel:
             blocks=self.blocks,
             row_blocks=self.row_blocks,
             build_seconds=self.build_seconds,
+            hyperbolic=None if self.hyperbolic is None else self.hyperbolic.with_columns(n),
         )
 
 
@@ -228,9 +282,29 @@ class _RowBlock:
     hi: np.ndarray
 
 
+Triplets = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass
+class _ConeBlock:
+    u: Triplets
+    u_offset: np.ndarray
+    v: Triplets
+    v_offset: np.ndarray
+    k: np.ndarray
+
+
+def _csr(parts: list[Triplets], shape: tuple[int, int]) -> sp.csr_matrix:
+    """One CSR matrix from (row, column, value) triplets (duplicates summed)."""
+    rows, cols, vals = (np.concatenate(p) for p in zip(*parts))
+    mat = sp.csr_matrix((vals, (rows, cols)), shape=shape)
+    mat.eliminate_zeros()
+    return mat
+
+
 @dataclass
 class Model:
-    """A vectorized LP / MILP / log-utility model; see the module docstring."""
+    """A vectorized LP / MILP / log-utility / SOC model; see the module docstring."""
 
     name: str = "model"
     _blocks: dict[str, VarBlock] = field(default_factory=dict, init=False)
@@ -242,7 +316,9 @@ class Model:
     _obj: dict[str, np.ndarray] = field(default_factory=dict, init=False)
     _sense: Sense = field(default="max", init=False)
     _offset: float = field(default=0.0, init=False)
-    _log: list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = field(default_factory=list, init=False)
+    _log: list[tuple[np.ndarray, Triplets, np.ndarray]] = field(default_factory=list, init=False)
+    _cones: dict[str, _ConeBlock] = field(default_factory=dict, init=False)
+    _num_cones: int = field(default=0, init=False)
     _t0: float = field(default_factory=time.perf_counter, init=False)
     _canonical: CanonicalModel | None = field(default=None, init=False, repr=False)
 
@@ -307,33 +383,16 @@ class Model:
             raise ModelError(f"row block {name!r} already exists")
         if not terms:
             raise ModelError(f"row block {name!r} has no terms")
-        nrows = None
-        parts = []
-        for block, mat in terms.items():
-            self._check_block(block, f"row block {name!r}")
-            if nrows is None:
-                nrows = _infer_rows(mat)
-            coo = _as_block_matrix(mat, nrows, block, f"row block {name!r}")
-            parts.append((coo.row, coo.col + block.start, coo.data))
+        nrows = _infer_rows(next(iter(terms.values())))
+        rows, cols, vals = self._triplets(terms, nrows, f"row block {name!r}")
         lo_arr = _broadcast(lo, (nrows,), f"row block {name!r} lower side").astype(float)
         hi_arr = _broadcast(hi, (nrows,), f"row block {name!r} upper side").astype(float)
         if np.isnan(lo_arr).any() or np.isnan(hi_arr).any():
             raise ModelError(f"row block {name!r}: NaN row bound")
         if (lo_arr > hi_arr).any():
             raise ModelError(f"row block {name!r}: lower side above upper side")
-        rows = np.concatenate([p[0] for p in parts]).astype(np.int64)
-        vals = np.concatenate([p[2] for p in parts]).astype(float)
-        if not np.isfinite(vals).all():
-            raise ModelError(f"row block {name!r}: non-finite coefficient")
         self._rows[name] = _RowBlock(
-            name,
-            self._num_rows,
-            nrows,
-            rows + self._num_rows,
-            np.concatenate([p[1] for p in parts]).astype(np.int64),
-            vals,
-            lo_arr,
-            hi_arr,
+            name, self._num_rows, nrows, rows + self._num_rows, cols, vals, lo_arr, hi_arr
         )
         start = self._num_rows
         self._num_rows += nrows
@@ -375,17 +434,50 @@ class Model:
         k = w.shape[0]
         if (w < 0).any() or not np.isfinite(w).all():
             raise ModelError("log-utility weights must be finite and >= 0 (concave utility)")
-        cols, rows, vals = [], [], []
-        for block, mat in terms.items():
-            self._check_block(block, "log utility")
-            coo = _as_block_matrix(mat, k, block, "log utility")
-            rows.append(coo.row)
-            cols.append(coo.col + block.start)
-            vals.append(coo.data)
+        triplets = self._triplets(terms, k, "log utility")
         h = _broadcast(offset, (k,), "log-utility offset").astype(float)
-        triplets = (np.concatenate(rows), np.concatenate(cols), np.concatenate(vals))
         self._log.append((w, triplets, h))
         self._canonical = None
+
+    def add_hyperbolic(
+        self,
+        name: str,
+        u: Mapping[VarBlock, MatrixLike],
+        u_offset: float | np.ndarray,
+        v: Mapping[VarBlock, MatrixLike],
+        v_offset: float | np.ndarray,
+        k: float | np.ndarray,
+    ) -> slice:
+        """Add cones ``(U x + u_offset)_i * (V x + v_offset)_i >= k_i`` with both factors >= 0.
+
+        ``U x = sum_b u[b] @ x_b`` and ``V x = sum_b v[b] @ x_b`` take matrices as in
+        :meth:`add_rows`, one row per cone (a side without terms is its offset alone);
+        ``u_offset``, ``v_offset`` and ``k >= 0`` broadcast to the number of cones. The
+        set is a rotated second-order cone, so convex. Returns the cones' index slice in
+        ``CanonicalModel.hyperbolic``; further calls append cones.
+        """
+        where = f"hyperbolic block {name!r}"
+        if name in self._cones:
+            raise ModelError(f"{where} already exists")
+        if not u and not v:
+            raise ModelError(f"{where} has no terms")
+        count = _infer_rows(next(iter(u.values())) if u else next(iter(v.values())))
+        u_rows, u_cols, u_vals = self._triplets(u, count, f"{where}, side u")
+        v_rows, v_cols, v_vals = self._triplets(v, count, f"{where}, side v")
+        u0 = _broadcast(u_offset, (count,), f"{where}, u_offset").copy()
+        v0 = _broadcast(v_offset, (count,), f"{where}, v_offset").copy()
+        kk = _broadcast(k, (count,), f"{where}, k").copy()
+        if not (np.isfinite(u0).all() and np.isfinite(v0).all() and np.isfinite(kk).all()):
+            raise ModelError(f"{where}: non-finite offset or k")
+        if (kk < 0).any():
+            raise ModelError(f"{where}: k must be >= 0 (k_i <= u_i v_i with u_i, v_i >= 0)")
+        start = self._num_cones
+        self._cones[name] = _ConeBlock(
+            (u_rows + start, u_cols, u_vals), u0, (v_rows + start, v_cols, v_vals), v0, kk
+        )
+        self._num_cones += count
+        self._canonical = None
+        return slice(start, self._num_cones)
 
     def canonical(self) -> CanonicalModel:
         """Assemble (once, cached until the next change) the canonical model.
@@ -432,6 +524,17 @@ class Model:
                 (np.concatenate(v), (np.concatenate(r), np.concatenate(cidx))), shape=(base, n)
             )
             log_terms = LogTerms(w, G, h)
+        hyperbolic = None
+        if self._cones:
+            cones = self._cones.values()
+            shape = (self._num_cones, n)
+            hyperbolic = HyperbolicCones(
+                U=_csr([c.u for c in cones], shape),
+                u_offset=np.concatenate([c.u_offset for c in cones]),
+                V=_csr([c.v for c in cones], shape),
+                v_offset=np.concatenate([c.v_offset for c in cones]),
+                k=np.concatenate([c.k for c in cones]),
+            )
         self._canonical = CanonicalModel(
             name=self.name,
             sense=self._sense,
@@ -447,8 +550,21 @@ class Model:
             blocks=dict(self._blocks),
             row_blocks={b.name: slice(b.start, b.start + b.count) for b in self._rows.values()},
             build_seconds=time.perf_counter() - self._t0,
+            hyperbolic=hyperbolic,
         )
         return self._canonical
+
+    def _triplets(self, terms: Mapping[VarBlock, MatrixLike], nrows: int, where: str) -> Triplets:
+        """(row, column, value) triplets of ``sum_b terms[b] @ x_b``, ``nrows`` rows."""
+        parts = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
+        for block, mat in terms.items():
+            self._check_block(block, where)
+            coo = _as_block_matrix(mat, nrows, block, where)
+            parts.append((coo.row, coo.col + block.start, coo.data))
+        rows, cols, vals = (np.concatenate(p) for p in zip(*parts))
+        if not np.isfinite(vals).all():
+            raise ModelError(f"{where}: non-finite coefficient")
+        return rows.astype(np.int64), cols.astype(np.int64), vals.astype(float)
 
     def _check_block(self, block: VarBlock, where: str) -> None:
         if self._blocks.get(block.name) != block:

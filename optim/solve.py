@@ -15,7 +15,8 @@ def backends_with(needs: frozenset[Capability], *, exact_log: bool = False) -> l
     """Installed backends that can solve a model needing ``needs``.
 
     Log terms are solvable everywhere (tangent cuts) unless ``exact_log`` asks for a
-    native log cone.
+    native log cone. MILP and SOC have no bridge: the backend must have them, and one
+    with both solves mixed-integer SOC programs.
     """
     names = []
     for backend in available_backends():
@@ -35,7 +36,8 @@ def solve(
     """Solve ``model`` with ``backend``.
 
     Log terms go to the backend's log cone when it has one and through tangent cuts
-    otherwise (reported in ``Result.notes``). With ``check`` a license refusal or a
+    otherwise (reported in ``Result.notes``). A model needing MILP or SOC that the
+    backend lacks raises :class:`CapabilityError`. With ``check`` a license refusal or a
     solver error raises (:class:`LicenseLimitError`, :class:`SolverFailedError`);
     infeasible / unbounded / time-limit outcomes are always returned, never raised.
     """
@@ -44,11 +46,18 @@ def solve(
     be = get_backend(backend) if isinstance(backend, str) else backend
     caps = be.capabilities()
     needs = canon.required_capabilities()
-    if Capability.MILP in needs and Capability.MILP not in caps:
+    unbridged = {
+        Capability.MILP: f"{canon.num_integers} integer variables",
+        Capability.SOC: f"{canon.num_cones} rotated second-order cones",
+    }
+    missing = [cap for cap in unbridged if cap in needs and cap not in caps]
+    if missing:
         others = ", ".join(backends_with(needs)) or "none installed"
+        what = " and ".join(f"{cap.name} ({unbridged[cap]})" for cap in missing)
+        lacks = "/".join(cap.name for cap in missing)
         raise CapabilityError(
-            f"{be.spec} cannot solve {canon.name!r}: it needs MILP ({canon.num_integers} integer "
-            f"variables) and {be.spec} has no MILP support; backends with it: {others}"
+            f"{be.spec} cannot solve {canon.name!r}: it needs {what}; {be.spec} has no "
+            f"{lacks} support; backends with it: {others}"
         )
     if Capability.LOG in needs and Capability.LOG not in caps:
         result = solve_log_by_tangent_cuts(canon, be, options)

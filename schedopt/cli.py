@@ -23,6 +23,7 @@ from simulator import (
     build_problem,
     example_table,
     parse_cluster,
+    parse_prices,
     read_gavel_json,
     read_jobs_csv,
     sample_jobs,
@@ -110,6 +111,7 @@ def solve(
     multi_gpu: bool = typer.Option(False, help="Sample Gavel's 1/2/4/8-GPU scale-factor mix."),
     problem: Optional[Path] = typer.Option(None, help="Jobs CSV (job_type[,job_id,scale_factor,priority_weight])."),
     throughputs: Optional[Path] = typer.Option(None, help="Throughput table in Gavel's JSON format."),
+    prices: Optional[str] = typer.Option(None, help="Price per GPU-hour of each type, e.g. v100=2.48,p100=1.46,k80=0.9"),
     time_limit: Optional[float] = typer.Option(None, help="Solver time limit in seconds."),
     threads: Optional[int] = typer.Option(None, help="Solver threads."),
     output: Optional[Path] = typer.Option(None, help="Write the allocation to FILE.csv or FILE.json."),
@@ -132,7 +134,8 @@ def solve(
     table = read_gavel_json(throughputs) if throughputs else example_table()
     spec = parse_cluster(cluster or DEFAULT_CLUSTER)
     jobset = read_jobs_csv(problem, table) if problem else sample_jobs(table, jobs, seed, multi_gpu=multi_gpu)
-    snapshot = build_problem(spec, jobset, table)
+    snapshot = build_problem(spec, jobset, table, pairs=pol.uses_pairs,
+                             prices=parse_prices(prices, spec) if prices else None)
     allocation = pol.allocate(snapshot)
     _print_allocation(allocation, show)
     violations = allocation_violations(allocation)
@@ -148,16 +151,18 @@ def solve(
 def _print_allocation(allocation, show: int) -> None:
     result = allocation.result
     p = allocation.problem
-    t = result.timings
-    console.print(
-        f"[bold]{allocation.policy}[/] on {p.num_jobs} jobs, "
-        + ", ".join(f"{w}={int(c)}" for w, c in zip(p.worker_types, p.capacities))
-        + f" with [bold]{result.backend}[/] ({result.solver_version})"
-    )
-    console.print(f"status: {result.status}   objective: {allocation.objective:.6g}"
-                  + (f"   gap: {result.gap:.2e}" if result.gap else ""))
-    console.print(f"timings: build {t.build * 1e3:.1f} ms, translate {t.translate * 1e3:.1f} ms, "
-                  f"solve {t.solve * 1e3:.1f} ms")
+    cluster = ", ".join(f"{w}={int(c)}" for w, c in zip(p.worker_types, p.capacities))
+    pairs = f" ({len(p.pairs)} candidate pairs)" if p.pairs is not None else ""
+    if result is None:
+        console.print(f"[bold]{allocation.policy}[/] on {p.num_jobs} jobs{pairs}, {cluster} (heuristic, no solver)")
+    else:
+        t = result.timings
+        console.print(f"[bold]{allocation.policy}[/] on {p.num_jobs} jobs{pairs}, {cluster} "
+                      f"with [bold]{result.backend}[/] ({result.solver_version})")
+        objective = "" if allocation.objective is None else f"   objective: {allocation.objective:.6g}"
+        console.print(f"status: {result.status}{objective}" + (f"   gap: {result.gap:.2e}" if result.gap else ""))
+        console.print(f"timings: build {t.build * 1e3:.1f} ms, translate {t.translate * 1e3:.1f} ms, "
+                      f"solve {t.solve * 1e3:.1f} ms")
     for note in allocation.notes:
         console.print(f"note: {note}")
     used = allocation.gpus_used()

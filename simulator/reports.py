@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from formulations import Allocation
@@ -16,7 +17,8 @@ OUTPUT_SUFFIXES = (".csv", ".json")
 
 
 def allocation_frame(allocation: Allocation) -> pd.DataFrame:
-    """One row per job: identity, time fraction per worker type, effective throughput."""
+    """One row per job: identity, time fraction alone per worker type, time in co-located
+    pairs (space-sharing policies), total time fraction, effective throughput."""
     p = allocation.problem
     frame = pd.DataFrame(
         {
@@ -28,7 +30,9 @@ def allocation_frame(allocation: Allocation) -> pd.DataFrame:
     )
     for j, wtype in enumerate(p.worker_types):
         frame[f"x_{wtype}"] = allocation.x[:, j]
-    frame["time_fraction"] = allocation.x.sum(axis=1)
+    if allocation.pair_x is not None:
+        frame["pair_time"] = allocation.time_fractions() - allocation.x.sum(axis=1)
+    frame["time_fraction"] = allocation.time_fractions()
     frame["throughput"] = allocation.effective_throughput()
     return frame
 
@@ -58,5 +62,20 @@ def write_allocation(allocation: Allocation, path: str | os.PathLike) -> None:
         "worker_types": list(allocation.problem.worker_types),
         "capacities": allocation.problem.capacities.tolist(),
         "jobs": json.loads(frame.to_json(orient="records")),
+        "pairs": _pair_records(allocation),
     }
     write_atomically(path, json.dumps(doc, indent=1))
+
+
+def _pair_records(allocation: Allocation) -> list[dict]:
+    """Co-located pairs with a positive share: job ids and time fraction per worker type."""
+    if allocation.pair_x is None:
+        return []
+    p = allocation.problem
+    pairs = p.job_pairs()
+    used = np.flatnonzero(allocation.pair_x.max(axis=1) > 0)
+    return [
+        {"jobs": [int(p.job_ids[pairs.first[q]]), int(p.job_ids[pairs.second[q]])],
+         **{f"x_{w}": float(allocation.pair_x[q, j]) for j, w in enumerate(p.worker_types)}}
+        for q in used
+    ]

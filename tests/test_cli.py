@@ -119,3 +119,45 @@ def test_nothing_half_written_on_failure(tmp_path):
     if res.exit_code == 0:
         pytest.skip("a full Gurobi license is installed")
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def _runnable_pairs():
+    """Every (policy, backend) pair whose backend has the policy's capabilities."""
+    from allocators import POLICIES
+    from optim import backends_with
+
+    for name, cls in sorted(POLICIES.items()):
+        backends = backends_with(cls.program.needs) if cls.program.needs else ["highs"]
+        for backend in backends:
+            yield name, backend
+
+
+@pytest.mark.parametrize("policy, solver", list(_runnable_pairs()))
+def test_every_policy_runs_on_every_capable_backend(policy, solver):
+    res = run("solve", "--example", "--policy", policy, "--solver", solver, "--show", "2")
+    assert res.exit_code == 0, res.output
+    assert "invalid allocation" not in res.output
+
+
+def test_policies_listing_has_program_classes_and_backends():
+    res = runner.invoke(app, ["policies"], terminal_width=200)
+    assert res.exit_code == 0
+    for name, program in (("max_min_fairness_packed", "LP"), ("finish_time_fairness_perf", "convex"),
+                          ("min_total_duration", "LP"), ("max_sum_throughput_perf", "LP")):
+        line = next(line for line in res.stdout.splitlines() if f" {name} " in line)
+        assert program in line and "highs" in line
+
+
+def test_missing_capability_is_one_line():
+    from allocators import POLICIES
+
+    milp = [name for name, cls in POLICIES.items() if str(cls.program) == "MILP"]
+    if not milp:
+        pytest.skip("no MILP policy registered")
+    _one_line_error(run("solve", "--example", "--policy", milp[0], "--solver", "cvxpy:CLARABEL"),
+                    "needs MILP", "highs")
+
+
+def test_prices_are_checked_against_the_cluster():
+    _one_line_error(run("solve", "--example", "--policy", "max_sum_throughput_normalized_by_cost_perf",
+                        "--prices", "v100=2"), "no price for", "p100")

@@ -1,7 +1,8 @@
 """cvxpy with a selectable inner solver (``cvxpy:CLARABEL``, ``cvxpy:HIGHS``, ...).
 
-Capabilities are read from cvxpy's own solver interface (MIP_CAPABLE, ExpCone in
-SUPPORTED_CONSTRAINTS), so any installed cvxpy solver works without a table here.
+Capabilities are read from cvxpy's own solver interface (MIP_CAPABLE, ExpCone and SOC
+in SUPPORTED_CONSTRAINTS), so any installed cvxpy solver works without a table here.
+Hyperbolic constraints ``k <= u v``, ``u, v >= 0`` become ``||(2 sqrt(k), u - v)|| <= u + v``.
 """
 
 from __future__ import annotations
@@ -48,8 +49,11 @@ class CvxpyBackend(Backend):
             return frozenset(caps)
         if getattr(solver, "MIP_CAPABLE", False):
             caps.add(Capability.MILP)
-        if any(c.__name__ == "ExpCone" for c in getattr(solver, "SUPPORTED_CONSTRAINTS", [])):
+        cones = {c.__name__ for c in getattr(solver, "SUPPORTED_CONSTRAINTS", [])}
+        if "ExpCone" in cones:
             caps.add(Capability.LOG)
+        if "SOC" in cones:
+            caps.add(Capability.SOC)
         return frozenset(caps)
 
     def is_available(self) -> bool:
@@ -104,7 +108,8 @@ def _translate(model: CanonicalModel):
 
     n = model.num_vars
     int_idx = np.flatnonzero(model.integrality)
-    integer = True if int_idx.size == n and n else [(int(i),) for i in int_idx] or False
+    # integer indices as numpy index arrays: cvxpy >= 1.6 breaks on lists of tuples (cvxpy#2668)
+    integer = True if int_idx.size == n and n else (int_idx,) if int_idx.size else False
     x = cp.Variable(n, integer=integer, bounds=[model.col_lo, model.col_hi]) if n else cp.Variable(0)
     A = model.A.tocsr()
     index, sense, rhs = split_rows(model)
@@ -119,6 +124,11 @@ def _translate(model: CanonicalModel):
         con = {"=": expr == rhs[sel], "<": expr <= rhs[sel], ">": expr >= rhs[sel]}[key]
         constraints.append(con)
         groups[key] = (rows, con)
+    if model.hyperbolic is not None:
+        cones = model.hyperbolic
+        u = cones.U @ x + cones.u_offset
+        v = cones.V @ x + cones.v_offset
+        constraints.append(cp.SOC(u + v, cp.vstack([2.0 * np.sqrt(cones.k), u - v]), axis=0))
     objective = model.c @ x + model.offset
     if model.log_terms is not None:
         terms = model.log_terms

@@ -1,4 +1,9 @@
-"""Gurobi through the gurobipy matrix API (addMVar / addMConstr)."""
+"""Gurobi through the gurobipy matrix API (addMVar / addMConstr).
+
+Hyperbolic constraints ``k <= u v``, ``u, v >= 0`` get auxiliary columns ``u = U x + u0``,
+``v = V x + v0`` (lower bound 0) and ``w`` fixed at ``sqrt(k)``, and the quadratic rows
+``w_i^2 <= u_i v_i``: the rotated second-order cone form Gurobi recognizes as convex.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +42,8 @@ class GurobiBackend(Backend):
 
     def capabilities(self) -> frozenset[Capability]:
         return frozenset(
-            {Capability.LP, Capability.MILP, Capability.LOG, Capability.DUALS, Capability.WARM_START}
+            {Capability.LP, Capability.MILP, Capability.LOG, Capability.SOC, Capability.DUALS,
+             Capability.WARM_START}
         )
 
     def version(self) -> str:
@@ -51,24 +57,25 @@ class GurobiBackend(Backend):
         timings = Timings()
         try:
             with stopwatch(timings, "translate"):
-                m, x, index = _translate(model, options)
+                m, x, rows, index = _translate(model, options)
             with stopwatch(timings, "solve"):
                 m.optimize()
         except gp.GurobiError as exc:
             if exc.errno == SIZE_LIMITED_LICENSE:
+                cones = f", {model.num_cones} cones with 3 variables each" if model.num_cones else ""
                 return Result(
                     Status.LICENSE_LIMIT,
                     self.spec,
                     message=(
                         f"gurobi: the size-limited license refused this model "
-                        f"({model.num_vars} variables, {model.num_rows} rows; "
+                        f"({model.num_vars} variables, {model.num_rows} rows{cones}; "
                         f"{PIP_LICENSE_LIMITS}): {exc}"
                     ),
                     timings=timings,
                     solver_version=self.version(),
                 )
             return Result(Status.ERROR, self.spec, message=f"Gurobi error {exc.errno}: {exc}", timings=timings)
-        return _read_result(m, x, index, model, timings, self.spec, self.version())
+        return _read_result(m, x, rows, index, model, timings, self.spec, self.version())
 
 
 def _translate(model: CanonicalModel, options: SolveOptions):
@@ -79,8 +86,17 @@ def _translate(model: CanonicalModel, options: SolveOptions):
     vtype = np.where(model.integrality, GRB.INTEGER, GRB.CONTINUOUS)
     x = m.addMVar(model.num_vars, lb=model.col_lo, ub=model.col_hi, vtype=vtype)
     index, sense, rhs = split_rows(model)
-    if index.size:
-        m.addMConstr(model.A.tocsr()[index], x, sense, rhs)
+    rows = m.addMConstr(model.A.tocsr()[index], x, sense, rhs) if index.size else None
+    if model.hyperbolic is not None:
+        cones = model.hyperbolic
+        u = m.addMVar(cones.size, lb=0.0)
+        v = m.addMVar(cones.size, lb=0.0)
+        root = np.sqrt(cones.k)
+        w = m.addMVar(cones.size, lb=root, ub=root)
+        m.addConstr(cones.U @ x - u == -cones.u_offset)
+        m.addConstr(cones.V @ x - v == -cones.v_offset)
+        m.addConstr(w * w <= u * v)
+        m.Params.QCPDual = 1
     objective = model.c @ x + model.offset
     if model.log_terms is not None:
         terms = model.log_terms
@@ -108,10 +124,11 @@ def _translate(model: CanonicalModel, options: SolveOptions):
     p.OutputFlag = int(options.verbose)
     for key, value in options.raw.items():
         m.setParam(key, value)
-    return m, x, index
+    return m, x, rows, index
 
 
-def _read_result(m, x, index, model: CanonicalModel, timings: Timings, spec: str, version: str) -> Result:
+def _read_result(m, x, rows, index, model: CanonicalModel, timings: Timings, spec: str, version: str) -> Result:
+    import gurobipy as gp
     from gurobipy import GRB
 
     status = {
@@ -141,12 +158,16 @@ def _read_result(m, x, index, model: CanonicalModel, timings: Timings, spec: str
         result.bound = float(m.ObjBound)
         result.iterations = int(m.NodeCount)
     else:
-        result.iterations = int(m.IterCount)
+        result.iterations = int(m.IterCount + m.BarIterCount)
         if status is Status.OPTIMAL:
             result.bound = result.objective
-            pi = np.asarray(m.getAttr("Pi", m.getConstrs()), dtype=float)
             duals = np.zeros(model.num_rows)
-            np.add.at(duals, index, pi)
+            try:
+                if rows is not None:
+                    np.add.at(duals, index, np.asarray(rows.Pi, dtype=float))
+            except gp.GurobiError as exc:  # QCP duals need an accurate barrier solution
+                result.notes.append(f"no row duals: Gurobi computed no QCP duals ({exc})")
+                return result
             result.row_duals = duals
-            result.reduced_costs = np.asarray(x.RC, dtype=float)
+            result.reduced_costs = model.c - model.A.T @ duals
     return result

@@ -1,0 +1,138 @@
+"""Finish-time fairness (Themis-style), exact by LP bisection or as one conic program.
+
+    rho_i(x) = (t_i + R_i / thr_i(x)) / D_i,    D_i = C_i + R_i / iso_i
+    minimize max_i rho_i(x)   s.t. base rows
+
+t_i: seconds since arrival; R_i: steps remaining; C_i: cumulative isolated time (policy
+state); iso_i: throughput under the isolated allocation. Quasi-convex: "rho_i <= r for
+all i" is ``(r D_i - t_i) thr_i(x) >= R_i``, linear in x for fixed r, so
+
+- bisection: the largest u in ``maximize u s.t. (r D_i - t_i) thr_i(x) >= R_i u`` is
+  monotone in r and level r is reachable iff u >= 1; bisect r between the best rate any
+  job could get and the isolated allocation's level;
+- conic: ``minimize r s.t. thr_i(x) (D_i r - t_i) >= R_i`` is a rotated second-order
+  cone per job (``u v >= k``), one convex program.
+
+Variants: "perf", "agnostic" (reference-type rate everywhere), "packed" (co-located pairs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from optim import Model, Result, Status
+
+from . import combinations
+from .combinations import Combinations
+from .problem import Allocation, AllocationProblem
+from .rates import isolated_shares, reference_rates
+
+Variant = Literal["agnostic", "perf", "packed"]
+VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
+#: bisection stops when (hi - lo) <= REL_TOL * hi
+REL_TOL = 1e-7
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The data of rho: ``rho_i = (elapsed_i + R_i / thr_i) / D_i``."""
+
+    combos: Combinations
+    elapsed: np.ndarray
+    remaining: np.ndarray
+    denominator: np.ndarray
+    isolated_throughput: np.ndarray
+
+    def rho(self, throughput: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return (self.elapsed + self.remaining / throughput) / self.denominator
+
+
+def rates(problem: AllocationProblem, variant: Variant) -> np.ndarray:
+    if variant == "agnostic":
+        return reference_rates(problem)
+    if variant in ("perf", "packed"):
+        return problem.throughputs
+    raise ValueError(f"unknown finish_time_fairness variant {variant!r}; use one of {VARIANTS}")
+
+
+def levels(problem: AllocationProblem, variant: Variant, cumulative_isolated: np.ndarray) -> Levels:
+    """rho's data for the snapshot and the jobs' cumulative isolated time C_i."""
+    T = rates(problem, variant)
+    combos = combinations.packed(problem) if variant == "packed" else combinations.singles(problem, T)
+    R = problem.require("remaining_steps", f"finish_time_fairness[{variant}]")
+    iso = (T * isolated_shares(problem)).sum(axis=1)
+    return Levels(combos, problem.elapsed(), R, cumulative_isolated + R / iso, iso)
+
+
+def build_level_lp(lv: Levels, r: float) -> Model:
+    """``maximize u s.t. (r D_i - t_i) thr_i(x) / R_i >= u`` (level r reachable iff u >= 1)."""
+    model = Model(f"finish_time_fairness[level {r:.6g}]")
+    x = lv.combos.add_allocation(model)
+    u = model.add_variables("u", 1, lb=0.0)
+    slack = (r * lv.denominator - lv.elapsed) / lv.remaining
+    model.add_rows("level", {x: lv.combos.throughput_map(slack), u: -np.ones((slack.size, 1))}, lo=0.0)
+    model.set_objective({u: 1.0}, sense="max")
+    return model
+
+
+def build_conic(lv: Levels) -> Model:
+    """``minimize r s.t. (thr_i(x) / iso_i) ((D_i r - t_i) iso_i / R_i) >= 1`` (rotated
+    cones, each factor O(1)), base rows."""
+    model = Model("finish_time_fairness[conic]")
+    x = lv.combos.add_allocation(model)
+    r = model.add_variables("r", 1, lb=0.0)
+    m = lv.remaining.shape[0]
+    scale = lv.isolated_throughput / lv.remaining
+    model.add_hyperbolic("rho", u={x: lv.combos.throughput_map(1.0 / lv.isolated_throughput)}, u_offset=np.zeros(m),
+                         v={r: (lv.denominator * scale)[:, None]}, v_offset=-lv.elapsed * scale, k=np.ones(m))
+    model.set_objective({r: 1.0}, sense="min")
+    return model
+
+
+def bounds(lv: Levels) -> tuple[float, float]:
+    """A level no allocation beats (each job alone at its best rate) and the isolated
+    allocation's level (always reachable)."""
+    best = np.asarray(lv.combos.rates.max(axis=1).todense()).reshape(-1)
+    return float(lv.rho(best).max()), float(lv.rho(lv.isolated_throughput).max())
+
+
+def solve_by_bisection(lv: Levels, solve: Callable[[Model], Result]) -> tuple[Model, Result, list[str]]:
+    """Bisection on r over the level LPs; the last reachable level's model and result."""
+    lo, hi = bounds(lv)
+    best = build_level_lp(lv, hi)
+    best_result = solve(best)
+    solves = 1
+    while hi - lo > REL_TOL * hi and best_result.status is Status.OPTIMAL:
+        mid = 0.5 * (lo + hi)
+        model = build_level_lp(lv, mid)
+        result = solve(model)
+        solves += 1
+        if result.status is Status.OPTIMAL and result.objective >= 1.0:
+            hi, best, best_result = mid, model, result
+        else:
+            lo = mid
+    notes = [f"bisection: {solves} LPs, level in [{lo:.9g}, {hi:.9g}]"]
+    return best, best_result, notes
+
+
+def decode(problem: AllocationProblem, lv: Levels, model: Model, result: Result, policy: str,
+           notes: list[str]) -> Allocation:
+    """The allocation; its objective is max_i rho_i at the decoded shares, in the variant's
+    own rates (the reference rate everywhere for the agnostic variant)."""
+    allocation = combinations.decode(problem, model, result, policy)
+    shares = allocation.x if allocation.pair_x is None else np.vstack([allocation.x, allocation.pair_x])
+    allocation.objective = float(lv.rho(lv.combos.rates @ shares.reshape(-1)).max())
+    allocation.notes.extend(notes)
+    return allocation
+
+
+def isolated_allocation(problem: AllocationProblem, lv: Levels, policy: str, reason: str) -> Allocation:
+    """The isolated allocation, with the reason for falling back to it."""
+    allocation = Allocation(problem, isolated_shares(problem), policy, notes=[f"fell back to isolated: {reason}"])
+    allocation.objective = float(lv.rho(lv.isolated_throughput).max())
+    return allocation

@@ -1,0 +1,68 @@
+"""Gavel's throughput policies: total (cost-normalized) throughput, optionally with SLOs.
+
+    maximize  sum_i sum_c sum_j E[i, (c, j)] x_cj / cost_j
+    s.t.      thr_i(x) >= R_i / SLO_i    for jobs with an SLO (seconds left),   base rows
+
+``cost_j`` = the problem's price of type j for the cost-normalized variants (1 when no
+prices are given, or for ``max_sum_throughput_perf``). Variants: "perf",
+"normalized_by_cost_perf", "normalized_by_cost_perf_SLOs",
+"normalized_by_cost_packed_SLOs" (the suffix of Gavel's policy names).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optim import Model, Result
+
+from . import combinations
+from .problem import Allocation, AllocationProblem
+
+VARIANTS: tuple[str, ...] = (
+    "perf", "normalized_by_cost_perf", "normalized_by_cost_perf_SLOs", "normalized_by_cost_packed_SLOs",
+)
+
+
+def _check(variant: str) -> None:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown max_sum_throughput variant {variant!r}; use one of {VARIANTS}")
+
+
+def uses_prices(variant: str) -> bool:
+    _check(variant)
+    return "by_cost" in variant
+
+
+def uses_slos(variant: str) -> bool:
+    _check(variant)
+    return variant.endswith("_SLOs")
+
+
+def slo_rates(problem: AllocationProblem) -> tuple[np.ndarray, np.ndarray]:
+    """Jobs with an SLO and the rate each needs: ``R_i / SLO_i`` steps/s."""
+    if problem.slo_remaining is None:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    jobs = np.flatnonzero(np.isfinite(problem.slo_remaining))
+    R = problem.require("remaining_steps", "max_sum_throughput with SLOs")
+    return jobs, R[jobs] / problem.slo_remaining[jobs]
+
+
+def build(problem: AllocationProblem, variant: str = "perf", *, with_slos: bool = True) -> Model:
+    """The throughput LP (see module docstring); ``with_slos=False`` drops the SLO rows."""
+    combos = combinations.packed(problem) if "packed" in variant else combinations.singles(problem)
+    model = Model(f"max_sum_throughput[{variant}]")
+    x = combos.add_allocation(model)
+    n = problem.num_types
+    cost = problem.prices if uses_prices(variant) and problem.prices is not None else np.ones(n)
+    per_cell = np.asarray(combos.throughput_map().sum(axis=0)).reshape(x.shape)
+    model.set_objective({x: per_cell / cost}, sense="max")
+    if uses_slos(variant) and with_slos:
+        jobs, needed = slo_rates(problem)
+        if jobs.size:
+            model.add_rows("slo", {x: combos.throughput_map()[jobs]}, lo=needed)
+    return model
+
+
+def decode(problem: AllocationProblem, model: Model, result: Result, policy: str) -> Allocation:
+    """The allocation; its objective is the (cost-normalized) total throughput."""
+    return combinations.decode(problem, model, result, policy, objective=result.objective)

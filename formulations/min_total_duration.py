@@ -1,0 +1,68 @@
+"""Gavel's makespan policy as one LP (POP's rewrite; no bisection).
+
+    maximize u   s.t.  thr_i(x) >= R_i u   for every job i,   base rows
+
+``u = 1 / makespan``: every job finishes its R_i remaining steps within 1/u seconds at
+its allocated rate. For conditioning, rows are divided by R_i and u is measured in units
+of ``1 / S``, S = the longest time any job needs alone at its best rate (a makespan lower
+bound), so the LP's u is O(1) and the makespan is S / u. Variants: "perf" (measured rates), "agnostic" (the reference-type
+rate on every type, see :mod:`formulations.rates`), "packed" (plus co-located pairs).
+The allocation's objective is the makespan 1/u in seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from optim import Model, Result
+
+from . import combinations
+from .combinations import Combinations
+from .problem import Allocation, AllocationProblem
+from .rates import reference_rates
+
+Variant = Literal["agnostic", "perf", "packed"]
+VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
+
+
+def space(problem: AllocationProblem, variant: Variant) -> Combinations:
+    """The combinations (with the rates) the variant allocates over."""
+    if variant == "agnostic":
+        return combinations.singles(problem, reference_rates(problem))
+    if variant == "perf":
+        return combinations.singles(problem)
+    if variant == "packed":
+        return combinations.packed(problem)
+    raise ValueError(f"unknown min_total_duration variant {variant!r}; use one of {VARIANTS}")
+
+
+def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
+    """The makespan LP (see module docstring)."""
+    R = problem.require("remaining_steps", f"min_total_duration[{variant}]")
+    combos = space(problem, variant)
+    model = Model(f"min_total_duration[{variant}]")
+    x = combos.add_allocation(model)
+    u = model.add_variables("u", 1, lb=0.0)
+    S = time_scale(problem, variant)
+    model.add_rows("finish", {x: combos.throughput_map(S / R), u: -np.ones((problem.num_jobs, 1))}, lo=0.0)
+    model.set_objective({u: 1.0}, sense="max")
+    return model
+
+
+def time_scale(problem: AllocationProblem, variant: Variant) -> float:
+    """S = max_i R_i / (job i's best rate, alone or in a pair): no allocation finishes sooner."""
+    best = (reference_rates(problem) if variant == "agnostic" else problem.throughputs).max(axis=1)
+    if variant == "packed" and problem.pairs is not None:
+        pairs = problem.pairs
+        np.maximum.at(best, pairs.first, pairs.rates[:, :, 0].max(axis=1, initial=0.0))
+        np.maximum.at(best, pairs.second, pairs.rates[:, :, 1].max(axis=1, initial=0.0))
+    return float((problem.require("remaining_steps", f"min_total_duration[{variant}]") / best).max())
+
+
+def decode(problem: AllocationProblem, model: Model, result: Result, policy: str, variant: Variant) -> Allocation:
+    """The allocation; its objective is the makespan S/u (seconds)."""
+    u = float(result.value("u")[0])
+    S = time_scale(problem, variant)
+    return combinations.decode(problem, model, result, policy, objective=S / u if u > 0 else np.inf)
