@@ -9,6 +9,7 @@ from . import max_min_fairness as mmf
 from . import max_sum_throughput as mst
 from . import min_total_duration as mtd
 from .base import Policy
+from .heuristics import HEURISTICS
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
@@ -18,6 +19,7 @@ POLICIES: dict[str, type[Policy]] = {
         mtd.MinTotalDurationAgnostic, mtd.MinTotalDurationPerf, mtd.MinTotalDurationPacked,
         mst.MaxSumThroughputPerf, mst.MaxSumThroughputByCost, mst.MaxSumThroughputByCostSLOs,
         mst.MaxSumThroughputByCostPackedSLOs,
+        *HEURISTICS,
     )
 }
 

@@ -26,11 +26,20 @@ def reference_rates(problem: AllocationProblem) -> np.ndarray:
     return np.where(T > 0, ref[:, None], 0.0)
 
 
-def isolated_shares(problem: AllocationProblem) -> np.ndarray:
-    """Gavel's isolated allocation: ``x_ij = (W_j / m) / s_i`` on the types where job i can
-    run (T_ij > 0, s_i <= W_j), each row scaled down to sum <= 1. Feasible: type j carries
-    at most ``sum_i s_i (W_j / m) / s_i = W_j``."""
-    m = problem.num_jobs
-    runnable = (problem.throughputs > 0) & (problem.scale_factors[:, None] <= problem.capacities[None, :])
-    x = np.where(runnable, (problem.capacities[None, :] / m) / problem.scale_factors[:, None], 0.0)
+def runnable(problem: AllocationProblem) -> np.ndarray:
+    """(m, n): job i can run alone on type j (T_ij > 0 and s_i <= W_j)."""
+    return (problem.throughputs > 0) & (problem.scale_factors[:, None] <= problem.capacities[None, :])
+
+
+def equal_shares(capacities: np.ndarray, scale: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """``x_cj = (W_j / C) / s_c`` where combination c runs on type j, each row then scaled
+    down to sum <= 1. Feasible: ``sum_c s_c x_cj <= sum_c W_j / C = W_j``, and the row
+    scaling only lowers entries. C = 0 gives an empty matrix."""
+    C = scale.shape[0]
+    x = np.where(runs, capacities[None, :] / max(C, 1) / scale[:, None], 0.0)
     return x / np.maximum(x.sum(axis=1, keepdims=True), 1.0)
+
+
+def isolated_shares(problem: AllocationProblem) -> np.ndarray:
+    """Gavel's isolated allocation: equal shares of every type among the m jobs."""
+    return equal_shares(problem.capacities, problem.scale_factors, runnable(problem))

@@ -73,6 +73,8 @@ class Result:
     notes: list[str] = field(default_factory=list)
     iterations: int | None = None
     blocks: Mapping[str, VarBlock] = field(default_factory=dict)
+    #: solved by a first-order method: rows hold to its tolerance, duals are approximate
+    first_order: bool = False
 
     @property
     def has_solution(self) -> bool:

@@ -65,6 +65,7 @@ def solve(
         result = be.solve(canon, options)
     result.timings.build = canon.build_seconds
     result.blocks = canon.blocks
+    result.first_order = be.first_order
     if check and result.status is Status.LICENSE_LIMIT:
         free = [b for b in backends_with(needs) if "gurobi" not in b.lower()]
         raise LicenseLimitError(

@@ -135,6 +135,10 @@ def _runnable_pairs():
 @pytest.mark.parametrize("policy, solver", list(_runnable_pairs()))
 def test_every_policy_runs_on_every_capable_backend(policy, solver):
     res = run("solve", "--example", "--policy", policy, "--solver", solver, "--show", "2")
+    if "gurobi" in solver.lower() and res.exit_code == 2:
+        # the pip license caps conic models at 200 variables; cvxpy reports it as a failure
+        _one_line_error(res, "license" if solver == "gurobi" else "GUROBI failed")
+        return
     assert res.exit_code == 0, res.output
     assert "invalid allocation" not in res.output
 

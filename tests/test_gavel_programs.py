@@ -244,3 +244,21 @@ def test_backends_agree_on_random_instances(backend):
         reference = make_policy(name).allocate(problem).objective
         got = make_policy(name, backend).allocate(problem).objective
         assert got == pytest.approx(reference, rel=max(10 * tolerance(backend), 1e-6)), name
+
+
+def test_every_policy_on_the_published_table(shared_data):
+    """100 jobs (Gavel's 1/2/4/8 mix; single-GPU for allox) on 36:36:36 with Gavel's table."""
+    from allocators import POLICIES
+    from simulator import build_problem, parse_cluster, read_gavel_json, sample_jobs
+
+    table = read_gavel_json(shared_data / "gavel" / "simulation_throughputs.json")
+    cluster = parse_cluster("v100=36,p100=36,k80=36")
+    multi = build_problem(cluster, sample_jobs(table, 100, 0, multi_gpu=True), table, pairs=True)
+    single = build_problem(cluster, sample_jobs(table, 100, 0), table, pairs=True)
+    for name in sorted(POLICIES):
+        problem = single if name == "allox" else multi
+        alloc = make_policy(name).allocate(problem)
+        assert allocation_violations(alloc) == [], name
+        assert alloc.effective_throughput().sum() > 0, name
+        if alloc.result is not None:
+            assert alloc.result.status is Status.OPTIMAL, name

@@ -27,6 +27,9 @@ class Backend(ABC):
     spec: str
     #: size limits of the license in force, in words, or "" when none are known
     license_limits: str = ""
+    #: a first-order method: solutions meet the rows only to ~1e-5 and its duals
+    #: certify nothing (SCS, OSQP)
+    first_order: bool = False
 
     @abstractmethod
     def capabilities(self) -> frozenset[Capability]: ...

@@ -27,6 +27,10 @@ _TIME_LIMIT = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "HIGHS": "tim
 _MIP_GAP = {"HIGHS": "mip_rel_gap", "GUROBI": "MIPGap"}
 
 
+#: inner solvers that are first-order methods (approximate solutions and duals)
+FIRST_ORDER = frozenset({"SCS", "OSQP", "PDLP", "CUOPT"})
+
+
 def _solver_interface(inner: str):
     from cvxpy.reductions.solvers import defines
 
@@ -41,6 +45,7 @@ class CvxpyBackend(Backend):
             from .gurobi import PIP_LICENSE_LIMITS
 
             self.license_limits = PIP_LICENSE_LIMITS
+        self.first_order = self.inner in FIRST_ORDER
 
     def capabilities(self) -> frozenset[Capability]:
         caps = {Capability.LP, Capability.DUALS}
