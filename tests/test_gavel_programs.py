@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import lp_backends, problems, tolerance
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,6 @@ from formulations import (
     max_min_fairness,
     min_total_duration,
 )
-from helpers import lp_backends, problems, tolerance
 from optim import Capability, Model, Status, available_backends, solve
 from optim.column_generation import solve_by_column_generation
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from formulations import Allocation, AllocationProblem
-
 from formulations.rates import isolated_shares
 
 from ._common import HeuristicPolicy
