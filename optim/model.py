@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Literal, Union
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,7 +30,7 @@ from .capabilities import Capability
 from .errors import ModelError
 
 Sense = Literal["min", "max"]
-MatrixLike = Union[np.ndarray, sp.spmatrix, sp.sparray, float, int]
+MatrixLike = np.ndarray | sp.spmatrix | sp.sparray | float | int
 
 
 class VarType(str, Enum):
@@ -525,7 +525,7 @@ class Model:
             )
             log_terms = LogTerms(w, G, h)
         hyperbolic = None
-        if self._cones:
+        if self._num_cones:
             cones = self._cones.values()
             shape = (self._num_cones, n)
             hyperbolic = HyperbolicCones(

@@ -134,7 +134,9 @@ def _runnable_pairs():
 
 @pytest.mark.parametrize("policy, solver", list(_runnable_pairs()))
 def test_every_policy_runs_on_every_capable_backend(policy, solver):
-    res = run("solve", "--example", "--policy", policy, "--solver", solver, "--show", "2")
+    # allox schedules single-GPU jobs only: same cluster, no multi-GPU jobs
+    jobs = ("--jobs", "16", "--cluster", "v100=4,p100=4,k80=4") if policy == "allox" else ("--example",)
+    res = run("solve", *jobs, "--policy", policy, "--solver", solver, "--show", "2")
     if "gurobi" in solver.lower() and res.exit_code == 2:
         # the pip license caps conic models at 200 variables; cvxpy reports it as a failure
         _one_line_error(res, "license" if solver == "gurobi" else "GUROBI failed")
@@ -160,6 +162,10 @@ def test_missing_capability_is_one_line():
         pytest.skip("no MILP policy registered")
     _one_line_error(run("solve", "--example", "--policy", milp[0], "--solver", "cvxpy:CLARABEL"),
                     "needs MILP", "highs")
+
+
+def test_allox_names_a_multi_gpu_job():
+    _one_line_error(run("solve", "--example", "--policy", "allox"), "single-GPU jobs only", "needs 2 GPUs")
 
 
 def test_prices_are_checked_against_the_cluster():

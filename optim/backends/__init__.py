@@ -7,7 +7,8 @@ from .base import Backend
 from .cvxpy import CvxpyBackend
 from .gurobi import GurobiBackend
 from .highs import HighsBackend
-from .pyomo import _SOLVERS as PYOMO_SOLVERS, PyomoBackend
+from .pyomo import _SOLVERS as PYOMO_SOLVERS
+from .pyomo import PyomoBackend
 
 #: cvxpy inner solvers listed by `schedopt solvers` even when not installed
 CVXPY_SOLVERS = ("CLARABEL", "SCS", "ECOS", "HIGHS", "GUROBI", "SCIPY", "OSQP", "MOSEK")

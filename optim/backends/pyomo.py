@@ -83,7 +83,7 @@ class PyomoBackend(Backend):
         with stopwatch(timings, "solve"):
             try:
                 res = opt.solve(m, tee=options.verbose, load_solutions=False)
-            except Exception as exc:  # pyomo wraps every solver failure differently
+            except Exception as exc:  # noqa: BLE001 (pyomo wraps every solver failure differently)
                 return _failure(exc, model, timings, self)
         return _read_result(m, res, model, timings, self)
 
@@ -147,7 +147,8 @@ def _failure(exc: Exception, model: CanonicalModel, timings: Timings, backend: P
 
 
 def _read_result(m, res, model: CanonicalModel, timings: Timings, backend: PyomoBackend) -> Result:
-    from pyomo.opt import SolutionStatus, TerminationCondition as TC
+    from pyomo.opt import SolutionStatus
+    from pyomo.opt import TerminationCondition as TC
 
     tc = res.solver.termination_condition
     status = {
