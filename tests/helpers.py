@@ -44,3 +44,14 @@ def problems(draw, max_jobs: int = 12, max_types: int = 3, multi_gpu: bool = Tru
         weights=weights,
         throughputs=T,
     )
+
+
+def tiny(T, caps=(1, 1), *, weights=None, scales=None, **fields) -> AllocationProblem:
+    """A hand-sized problem: types t0.., jobs m0.. with throughputs ``T`` (m, n)."""
+    T = np.asarray(T, dtype=float)
+    m = T.shape[0]
+    return AllocationProblem(
+        worker_types=tuple(f"t{j}" for j in range(T.shape[1])), capacities=caps, job_ids=np.arange(m),
+        job_types=tuple(f"m{i}" for i in range(m)), scale_factors=np.ones(m) if scales is None else scales,
+        weights=np.ones(m) if weights is None else weights, throughputs=T, **fields,
+    )

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import lp_backends, problems, tolerance
+from helpers import lp_backends, problems, tiny, tolerance
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,16 +23,6 @@ from optim import Capability, Model, Status, available_backends, solve
 from optim.column_generation import solve_by_column_generation
 
 CONIC = [b.spec for b in available_backends() if Capability.SOC in b.capabilities()]
-
-
-def tiny(T, caps=(1, 1), **fields) -> AllocationProblem:
-    T = np.asarray(T, dtype=float)
-    m = T.shape[0]
-    return AllocationProblem(
-        worker_types=tuple(f"t{j}" for j in range(T.shape[1])), capacities=caps, job_ids=np.arange(m),
-        job_types=tuple(f"m{i}" for i in range(m)), scale_factors=fields.pop("scales", np.ones(m)),
-        weights=fields.pop("weights", np.ones(m)), throughputs=T, **fields,
-    )
 
 
 def all_pairs(problem: AllocationProblem, rng, fraction: float = 0.7) -> AllocationProblem:

@@ -1,26 +1,17 @@
 import numpy as np
 import pytest
+from helpers import EXACT, lp_backends, problems, tiny, tolerance
 from hypothesis import given, settings
 
 from allocators import make_policy
-from formulations import AllocationProblem, ProblemError, allocation_violations, max_min_fairness
-from helpers import EXACT, lp_backends, problems, tolerance
+from formulations import (
+    AllocationProblem,
+    ProblemError,
+    allocation_violations,
+    max_min_fairness,
+)
 from optim import lp_certificate, lp_dual_bound, solve
 from simulator import build_problem, parse_cluster, read_gavel_json, sample_jobs
-
-
-def tiny(T, caps=(1, 1), weights=None, scales=None) -> AllocationProblem:
-    T = np.asarray(T, dtype=float)
-    m = T.shape[0]
-    return AllocationProblem(
-        worker_types=tuple(f"t{j}" for j in range(T.shape[1])),
-        capacities=caps,
-        job_ids=np.arange(m),
-        job_types=tuple(f"m{i}" for i in range(m)),
-        scale_factors=scales if scales is not None else np.ones(m),
-        weights=weights if weights is not None else np.ones(m),
-        throughputs=T,
-    )
 
 
 @pytest.mark.parametrize(
