@@ -8,6 +8,7 @@ from . import finish_time_fairness as ftf
 from . import max_min_fairness as mmf
 from . import max_sum_throughput as mst
 from . import min_total_duration as mtd
+from . import water_filling as wf
 from .base import Policy
 from .heuristics import HEURISTICS
 
@@ -15,6 +16,7 @@ POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
     for cls in (
         mmf.MaxMinFairnessAgnostic, mmf.MaxMinFairnessPerf, mmf.MaxMinFairnessPacked,
+        wf.MaxMinFairnessWaterFillingAgnostic, wf.MaxMinFairnessWaterFillingPerf, wf.MaxMinFairnessWaterFillingPacked,
         ftf.FinishTimeFairnessAgnostic, ftf.FinishTimeFairnessPerf, ftf.FinishTimeFairnessPacked,
         mtd.MinTotalDurationAgnostic, mtd.MinTotalDurationPerf, mtd.MinTotalDurationPacked,
         mst.MaxSumThroughputPerf, mst.MaxSumThroughputByCost, mst.MaxSumThroughputByCostSLOs,

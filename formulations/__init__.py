@@ -8,6 +8,7 @@ from . import (
     max_sum_throughput,
     min_total_duration,
     rates,
+    water_filling,
 )
 from .checks import allocation_violations, certificate_gap
 from .problem import Allocation, AllocationProblem, JobPairs, ProblemError
@@ -15,5 +16,5 @@ from .problem import Allocation, AllocationProblem, JobPairs, ProblemError
 __all__ = [
     "Allocation", "AllocationProblem", "JobPairs", "ProblemError", "allocation_violations", "certificate_gap",
     "combinations", "finish_time_fairness", "max_min_fairness", "max_sum_throughput", "min_total_duration",
-    "rates",
+    "rates", "water_filling",
 ]

@@ -161,7 +161,7 @@ def test_missing_capability_is_one_line():
     if not milp:
         pytest.skip("no MILP policy registered")
     _one_line_error(run("solve", "--example", "--policy", milp[0], "--solver", "cvxpy:CLARABEL"),
-                    "needs MILP", "highs")
+                    "needs milp", "highs")
 
 
 def test_allox_names_a_multi_gpu_job():
