@@ -12,9 +12,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from allocators import POLICIES, UnknownPolicyError, make_policy
+from allocators import POLICIES, ProgramClass, UnknownPolicyError, make_policy
 from formulations import ProblemError, allocation_violations
-from optim import OptimError, SolveOptions, all_backends, backends_with
+from optim import Capability, OptimError, SolveOptions, all_backends, backends_with
 from simulator import (
     DEFAULT_CLUSTER,
     ClusterSpecError,
@@ -93,10 +93,13 @@ def policies() -> None:
     table = Table(title="policies")
     for col in ("policy", "program", "backends"):
         table.add_column(col)
+    conic = set(backends_with(frozenset({Capability.SOC})))
     for name, cls in sorted(POLICIES.items()):
         needs = cls.program.needs
-        runs_on = "no solver needed" if not needs else ", ".join(backends_with(needs))
-        table.add_row(name, str(cls.program), runs_on)
+        backends = backends_with(needs)
+        if cls.program is ProgramClass.CONVEX:
+            backends = [f"{b} (conic)" if b in conic else f"{b} (LP bisection)" for b in backends]
+        table.add_row(name, str(cls.program), ", ".join(backends) if needs else "no solver needed")
     console.print(table)
 
 
