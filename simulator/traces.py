@@ -1,0 +1,146 @@
+"""Job traces in Gavel's tab-separated format: read, validated, written.
+
+Ten columns per line (job id = line number, from 0):
+
+    job_type  command  working_dir  num_steps_arg  needs_data_dir  total_steps
+    scale_factor  priority_weight  SLO  arrival_time
+
+``SLO`` is -1 for none; ``arrival_time`` is in seconds. The legacy seven-column variant
+has ``job_type command num_steps_arg needs_data_dir total_steps arrival_time
+scale_factor`` (no working dir, priority 1, no SLO). Errors name the file, the line and
+the column.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .files import write_atomically
+
+COLUMNS = ("job_type", "command", "working_dir", "num_steps_arg", "needs_data_dir", "total_steps",
+           "scale_factor", "priority_weight", "SLO", "arrival_time")
+LEGACY_COLUMNS = ("job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time",
+                  "scale_factor")
+
+
+class TraceError(ValueError):
+    """A malformed trace; the message is ``file:line: column N (name): problem``."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Jobs as parallel arrays, in file order; ``slo`` is inf where the job has none."""
+
+    job_types: tuple[str, ...]
+    commands: tuple[str, ...]
+    working_dirs: tuple[str, ...]
+    num_steps_args: tuple[str, ...]
+    needs_data_dir: np.ndarray
+    total_steps: np.ndarray
+    scale_factors: np.ndarray
+    weights: np.ndarray
+    slo: np.ndarray
+    arrival_times: np.ndarray
+    source: str = "<memory>"
+
+    def __len__(self) -> int:
+        return len(self.job_types)
+
+
+def _number(text: str, where: str, *, integer: bool = False, minimum: float = 0.0, strict: bool = False):
+    try:
+        value = float(text)
+    except ValueError:
+        raise TraceError(f"{where}: expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+        bound = ">" if strict else ">="
+        raise TraceError(f"{where}: must be finite and {bound} {minimum:g}, got {text!r}")
+    if integer and value != int(value):
+        raise TraceError(f"{where}: expected an integer, got {text!r}")
+    return int(value) if integer else value
+
+
+def read_trace(path: str | os.PathLike) -> Trace:
+    """Read a 10-column (or legacy 7-column) Gavel trace."""
+    src = os.fspath(path)
+    try:
+        lines = Path(src).read_text().splitlines()
+    except OSError as exc:
+        raise TraceError(f"{src}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{src}: not a text file ({exc.reason})") from None
+    records = [(n, line.split("\t")) for n, line in enumerate(lines, start=1) if line.strip()]
+    if not records:
+        raise TraceError(f"{src}: no jobs")
+    columns = LEGACY_COLUMNS if len(records[0][1]) == len(LEGACY_COLUMNS) else COLUMNS
+    fields: dict[str, list] = {name: [] for name in COLUMNS}
+    for n, parts in records:
+        if len(parts) != len(columns):
+            raise TraceError(f"{src}:{n}: expected {len(columns)} tab-separated columns "
+                             f"({', '.join(columns)}), got {len(parts)}")
+        row = dict(zip(columns, (p.strip() for p in parts)))
+
+        def where(name: str, n: int = n) -> str:
+            return f"{src}:{n}: column {columns.index(name) + 1} ({name})"
+
+        if not row["job_type"]:
+            raise TraceError(f"{where('job_type')}: empty")
+        fields["job_type"].append(row["job_type"])
+        fields["command"].append(row["command"])
+        fields["working_dir"].append(row.get("working_dir", ""))
+        fields["num_steps_arg"].append(row["num_steps_arg"])
+        needs = _number(row["needs_data_dir"], where("needs_data_dir"), integer=True)
+        if needs not in (0, 1):
+            raise TraceError(f"{where('needs_data_dir')}: expected 0 or 1, got {row['needs_data_dir']!r}")
+        fields["needs_data_dir"].append(needs)
+        fields["total_steps"].append(_number(row["total_steps"], where("total_steps"), integer=True, strict=True))
+        fields["scale_factor"].append(_number(row["scale_factor"], where("scale_factor"), integer=True, strict=True))
+        weight = row.get("priority_weight", "1")
+        fields["priority_weight"].append(
+            1.0 if columns is LEGACY_COLUMNS else _number(weight, where("priority_weight"), strict=True))
+        slo = -1.0 if columns is LEGACY_COLUMNS else _slo(row["SLO"], where("SLO"))
+        fields["SLO"].append(math.inf if slo < 0 else slo)
+        fields["arrival_time"].append(_number(row["arrival_time"], where("arrival_time")))
+    return Trace(
+        job_types=tuple(fields["job_type"]), commands=tuple(fields["command"]),
+        working_dirs=tuple(fields["working_dir"]), num_steps_args=tuple(fields["num_steps_arg"]),
+        needs_data_dir=np.array(fields["needs_data_dir"], dtype=np.int64),
+        total_steps=np.array(fields["total_steps"], dtype=np.int64),
+        scale_factors=np.array(fields["scale_factor"], dtype=np.int64),
+        weights=np.array(fields["priority_weight"], dtype=float), slo=np.array(fields["SLO"], dtype=float),
+        arrival_times=np.array(fields["arrival_time"], dtype=float), source=src,
+    )
+
+
+def _slo(text: str, where: str) -> float:
+    """-1 (or any negative) = no SLO; otherwise a positive number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise TraceError(f"{where}: expected a number (-1 for none), got {text!r}") from None
+    if not math.isfinite(value) or value == 0:
+        raise TraceError(f"{where}: must be > 0, or -1 for none, got {text!r}")
+    return value
+
+
+def trace_text(trace: Trace) -> str:
+    """The trace in the 10-column format (SLO -1 where none)."""
+    lines = []
+    for i in range(len(trace)):
+        slo = -1.0 if math.isinf(trace.slo[i]) else trace.slo[i]
+        lines.append("\t".join((
+            trace.job_types[i], trace.commands[i], trace.working_dirs[i], trace.num_steps_args[i],
+            str(int(trace.needs_data_dir[i])), str(int(trace.total_steps[i])), str(int(trace.scale_factors[i])),
+            f"{trace.weights[i]:g}", f"{slo:f}", f"{trace.arrival_times[i]:f}",
+        )))
+    return "\n".join(lines) + "\n"
+
+
+def write_trace(trace: Trace, path: str | os.PathLike) -> None:
+    """Write the trace in the 10-column format, atomically."""
+    write_atomically(Path(path), trace_text(trace))
