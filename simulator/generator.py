@@ -26,13 +26,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .jobs import HIGH_PRIORITY_WEIGHT, SCALE_PROBABILITIES, reference_rates
+from .jobs import draw_job_mix, reference_rates
 from .throughputs import ThroughputTable
 from .traces import Trace
-
-SHORT_PROBABILITY = 0.8
-SHORT_LOG10_MINUTES = (1.5, 3.0)
-LONG_LOG10_MINUTES = (3.0, 4.0)
 
 
 def _slug(model: str) -> str:
@@ -84,28 +80,8 @@ def generate_trace(
         raise ValueError(f"{table.source}: the throughput table has no job types")
 
     rng = np.random.default_rng(seed)
-    table_scales = {s for _, s in table.keys}
-    if multi_gpu:
-        scales = [s for s in SCALE_PROBABILITIES if s in table_scales]
-        if not scales:
-            raise ValueError(f"{table.source}: no job types at scales {sorted(SCALE_PROBABILITIES)}")
-        probs = np.array([SCALE_PROBABILITIES[s] for s in scales])
-        scale = rng.choice(np.array(scales, dtype=np.int64), size=num_jobs, p=probs / probs.sum())
-    else:
-        if 1 not in table_scales:
-            raise ValueError(f"{table.source}: no single-GPU job types")
-        scale = np.ones(num_jobs, dtype=np.int64)
-
-    keys = np.empty(num_jobs, dtype=np.int64)
-    for s in np.unique(scale):
-        candidates = np.array([k for k, key in enumerate(table.keys) if key[1] == s])
-        sel = np.flatnonzero(scale == s)
-        keys[sel] = candidates[rng.integers(0, candidates.size, size=sel.size)]
-
-    weights = np.where(rng.random(num_jobs) < priority_fraction, HIGH_PRIORITY_WEIGHT, 1.0)
-    short = rng.random(num_jobs) < SHORT_PROBABILITY
-    exponent = np.where(short, rng.uniform(*SHORT_LOG10_MINUTES, num_jobs), rng.uniform(*LONG_LOG10_MINUTES, num_jobs))
-    duration = 60.0 * 10.0 ** exponent
+    mix = draw_job_mix(rng, table, num_jobs, multi_gpu=multi_gpu, priority_fraction=priority_fraction)
+    keys, scale, weights, duration = mix.keys, mix.scale_factors, mix.weights, mix.durations
     rates = reference_rates(table, keys)
     if not (rates > 0).all():
         bad = table.keys[int(keys[np.flatnonzero(rates <= 0)[0]])]

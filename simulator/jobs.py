@@ -20,6 +20,10 @@ from .throughputs import ThroughputTable
 #: Gavel's multi-GPU scale-factor distribution
 SCALE_PROBABILITIES = {1: 0.7, 2: 0.1, 4: 0.15, 8: 0.05}
 HIGH_PRIORITY_WEIGHT = 5.0
+#: Gavel's durations: 60·10^U(1.5, 3) s w.p. 0.8, else 60·10^U(3, 4) s
+SHORT_PROBABILITY = 0.8
+SHORT_LOG10_MINUTES = (1.5, 3.0)
+LONG_LOG10_MINUTES = (3.0, 4.0)
 #: the worker type whose rate turns a sampled duration into steps (Gavel's choice)
 REFERENCE_TYPE = "v100"
 
@@ -60,22 +64,9 @@ def sample_jobs(
     the job's fastest type when the table has no v100 or the job cannot run there)."""
     if num_jobs < 1:
         raise ValueError(f"number of jobs must be >= 1, got {num_jobs}")
-    rng = np.random.default_rng(seed)
-    scales_in_table = sorted({s for _, s in table.keys})
-    if multi_gpu:
-        scales = [s for s in SCALE_PROBABILITIES if s in scales_in_table]
-        probs = np.array([SCALE_PROBABILITIES[s] for s in scales])
-        scale = rng.choice(scales, size=num_jobs, p=probs / probs.sum())
-    else:
-        scale = np.ones(num_jobs, dtype=np.int64)
-    keys = np.empty(num_jobs, dtype=np.int64)
-    for s in np.unique(scale):
-        candidates = np.array([k for k, key in enumerate(table.keys) if key[1] == s])
-        sel = np.flatnonzero(scale == s)
-        keys[sel] = candidates[rng.integers(0, candidates.size, size=sel.size)]
-    weights = np.where(rng.random(num_jobs) < priority_fraction, HIGH_PRIORITY_WEIGHT, 1.0)
-    short = rng.random(num_jobs) < 0.8
-    duration = 60.0 * 10.0 ** np.where(short, rng.uniform(1.5, 3.0, num_jobs), rng.uniform(3.0, 4.0, num_jobs))
+    mix = draw_job_mix(np.random.default_rng(seed), table, num_jobs, multi_gpu=multi_gpu,
+                       priority_fraction=priority_fraction)
+    keys, scale, weights, duration = mix.keys, mix.scale_factors, mix.weights, mix.durations
     return JobSet(
         job_ids=np.arange(num_jobs, dtype=np.int64),
         models=tuple(table.keys[k][0] for k in keys),
@@ -84,6 +75,44 @@ def sample_jobs(
         keys=keys,
         total_steps=np.ceil(duration * reference_rates(table, keys)),
     )
+
+
+@dataclass(frozen=True)
+class JobMix:
+    """Gavel's per-job draws: job type (table key index), scale factor, weight, duration (s)."""
+
+    keys: np.ndarray
+    scale_factors: np.ndarray
+    weights: np.ndarray
+    durations: np.ndarray
+
+
+def draw_job_mix(rng: np.random.Generator, table: ThroughputTable, num_jobs: int, *, multi_gpu: bool,
+                 priority_fraction: float) -> JobMix:
+    """Scale 1, or Gavel's 1/2/4/8 mix restricted to the table's scales (renormalized);
+    job type uniform among the table's types at that scale; weight 5 w.p.
+    ``priority_fraction``; duration ``60·10^U(1.5, 3)`` s w.p. 0.8, else ``60·10^U(3, 4)`` s.
+    Drawn in that order from ``rng``, vectorized over jobs."""
+    table_scales = {s for _, s in table.keys}
+    if multi_gpu:
+        scales = [s for s in SCALE_PROBABILITIES if s in table_scales]
+        if not scales:
+            raise ValueError(f"{table.source}: no job types at scales {sorted(SCALE_PROBABILITIES)}")
+        probs = np.array([SCALE_PROBABILITIES[s] for s in scales])
+        scale = rng.choice(np.array(scales, dtype=np.int64), size=num_jobs, p=probs / probs.sum())
+    else:
+        if 1 not in table_scales:
+            raise ValueError(f"{table.source}: no single-GPU job types")
+        scale = np.ones(num_jobs, dtype=np.int64)
+    keys = np.empty(num_jobs, dtype=np.int64)
+    for s in np.unique(scale):
+        candidates = np.array([k for k, key in enumerate(table.keys) if key[1] == s])
+        sel = np.flatnonzero(scale == s)
+        keys[sel] = candidates[rng.integers(0, candidates.size, size=sel.size)]
+    weights = np.where(rng.random(num_jobs) < priority_fraction, HIGH_PRIORITY_WEIGHT, 1.0)
+    short = rng.random(num_jobs) < SHORT_PROBABILITY
+    exponent = np.where(short, rng.uniform(*SHORT_LOG10_MINUTES, num_jobs), rng.uniform(*LONG_LOG10_MINUTES, num_jobs))
+    return JobMix(keys, scale.astype(np.int64), weights, 60.0 * 10.0 ** exponent)
 
 
 def reference_rates(table: ThroughputTable, keys: np.ndarray) -> np.ndarray:
