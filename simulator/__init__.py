@@ -1,13 +1,36 @@
 """Round-based simulation inputs and engine: clusters, jobs, throughput tables, snapshots."""
 
-from .cluster import DEFAULT_CLUSTER, Cluster, ClusterSpecError, parse_cluster, parse_prices
+from .cluster import (
+    DEFAULT_CLUSTER,
+    Cluster,
+    ClusterSpecError,
+    parse_cluster,
+    parse_prices,
+)
 from .example_table import example_table
 from .jobs import JobSet, JobsFileError, read_jobs_csv, sample_jobs
 from .snapshot import build_problem
-from .throughputs import ThroughputTable, ThroughputTableError, read_gavel_json, write_gavel_json
+from .throughputs import (
+    ThroughputTable,
+    ThroughputTableError,
+    read_gavel_json,
+    write_gavel_json,
+)
 
 __all__ = [
-    "DEFAULT_CLUSTER", "Cluster", "ClusterSpecError", "JobSet", "JobsFileError", "ThroughputTable",
-    "ThroughputTableError", "build_problem", "example_table", "parse_cluster", "read_gavel_json",
-    "parse_prices", "read_jobs_csv", "sample_jobs", "write_gavel_json",
+    "DEFAULT_CLUSTER",
+    "Cluster",
+    "ClusterSpecError",
+    "JobSet",
+    "JobsFileError",
+    "ThroughputTable",
+    "ThroughputTableError",
+    "build_problem",
+    "example_table",
+    "parse_cluster",
+    "parse_prices",
+    "read_gavel_json",
+    "read_jobs_csv",
+    "sample_jobs",
+    "write_gavel_json",
 ]

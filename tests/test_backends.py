@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-
 from helpers import EXACT, LOOSE, lp_backends, tolerance
+
 from optim import (
     BackendUnavailableError,
     Capability,
