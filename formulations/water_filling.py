@@ -17,8 +17,10 @@ solver sees ``u_i / L - delta_rel z_i >= 1 - e``: ``delta_rel`` (default 1e-4) i
 dimensionless and 1e4 times ``e``, which is itself 10 times the feasibility tolerance the
 solves get (FEASIBILITY_TOL; at HiGHS 1.15's default MIP tolerance 1e-6 many of these
 feasible MILPs are declared infeasible). The slack keeps every MILP strictly feasible (the
-level LP's solution, ``z = 0``) instead of sitting on the optimal face; it costs a frozen
-job at most ``e`` of its level and others can gain at most about ``m e`` from it.
+level LP's solution, ``z = 0``) instead of on the optimal face; it costs a frozen job at
+most ``e`` of its level, and what others gain from that is ``e`` times the rate at which
+shares trade (negligible on Gavel's table; up to ~1e-3 relative on random near-degenerate
+throughput matrices whose rates trade at ~1e5).
 
 What is exact: ``L`` is the LP optimum, so the first level equals the single max-min LP.
 A job with ``z_i = 1`` truly exceeds ``L``, so the frozen set contains every true
@@ -130,7 +132,7 @@ def share_map(problem: AllocationProblem, variant: Variant,
 
 def normalized_shares(allocation: Allocation, variant: Variant, weights: np.ndarray | None = None) -> np.ndarray:
     """``u_i = k_i thr_i(x)`` of any allocation under job ``weights`` (default: the problem's);
-    for a water-filling allocation these are the per-job levels."""
+    for a water filling, at least ``1 - SLACK`` of each job's level."""
     problem = allocation.problem
     if variant == "packed":
         thr = allocation.effective_throughput()
@@ -167,13 +169,23 @@ def bottleneck_milp(combos: Combinations, share: sp.csr_matrix, active: np.ndarr
     return model
 
 
-def solve_water_filling(problem: AllocationProblem, variant: Variant = "perf", solve_fn: SolveFn | None = None, *,
-                        entities: Sequence[Hashable] | None = None,
-                        entity_weights: Mapping[Hashable, float] | None = None,
-                        entity_split: str = "fairness", delta_rel: float = DELTA_REL,
-                        policy: str | None = None) -> Allocation:
-    """The lexicographically max-min fair allocation (module docstring). Its objective is the
-    smallest level; :func:`normalized_shares` (with :func:`job_weights`) gives every job's.
+@dataclass(frozen=True)
+class WaterFilling:
+    """A water filling: its allocation (objective: the smallest level), each job's frozen
+    level in its tier's share units (NaN where a failed LP left it unfrozen; a job's share
+    in the allocation is at least ``1 - SLACK`` of it) and the number of LP and MILP solves."""
+
+    allocation: Allocation
+    levels: np.ndarray
+    lp_solves: int
+    milp_solves: int
+
+
+def water_fill(problem: AllocationProblem, variant: Variant = "perf", solve_fn: SolveFn | None = None, *,
+               entities: Sequence[Hashable] | None = None, entity_weights: Mapping[Hashable, float] | None = None,
+               entity_split: str = "fairness", delta_rel: float = DELTA_REL,
+               policy: str | None = None) -> WaterFilling:
+    """The lexicographically max-min fair allocation and its levels (module docstring).
     ``solve_fn`` solves each LP and MILP (default: HiGHS with :func:`solve_options`)."""
     if not 0 < delta_rel < 1:
         raise ValueError(f"delta_rel must lie in (0, 1), got {delta_rel}")
@@ -181,7 +193,8 @@ def solve_water_filling(problem: AllocationProblem, variant: Variant = "perf", s
     weights, tier = job_weights(problem, entities, entity_weights, entity_split)
     combos, share = share_map(problem, variant, weights)
     if problem.num_jobs == 0:
-        return combos.allocation(np.zeros((0, problem.num_types)), policy, notes=["no jobs"])
+        return WaterFilling(combos.allocation(np.zeros((0, problem.num_types)), policy, notes=["no jobs"]),
+                            np.zeros(0), 0, 0)
     run = _Run(combos, share, delta_rel, solve_fn or (lambda model: solve(model, "highs", solve_options())),
                np.full(problem.num_jobs, np.nan))
     for t in range(int(tier.max()) + 1):
@@ -193,7 +206,13 @@ def solve_water_filling(problem: AllocationProblem, variant: Variant = "perf", s
     allocation = combinations.decode(problem, run.lp, run.result, policy, objective=min(run.steps))
     summary = f"water filling: {run.lps} LP and {run.milps} MILP solves; {_describe_levels(run.steps, delta_rel)}"
     allocation.notes += [summary, *run.notes]
-    return allocation
+    return WaterFilling(allocation, run.levels, run.lps, run.milps)
+
+
+def solve_water_filling(problem: AllocationProblem, variant: Variant = "perf", solve_fn: SolveFn | None = None,
+                        **kwargs) -> Allocation:
+    """:func:`water_fill`'s allocation (keyword arguments as there)."""
+    return water_fill(problem, variant, solve_fn, **kwargs).allocation
 
 
 @dataclass
@@ -256,8 +275,8 @@ class _Run:
             self.notes.append(f"bottleneck MILP at level {level:.6g} {trouble}; froze all {active.size} active jobs")
             return np.zeros(active.size, dtype=bool)
         stuck = duals >= 1e-6 * duals.max()
-        self.notes.append(f"bottleneck MILP at level {level:.6g} {trouble}; froze the {int(stuck.sum())} "
-                          "jobs with a positive dual on their level row")
+        self.notes.append(f"bottleneck MILP at level {level:.6g} {trouble}; froze the {int(stuck.sum())} of "
+                          f"{active.size} active jobs whose level row has a positive dual")
         return ~stuck
 
 
