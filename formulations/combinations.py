@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from optim import Model, Result, VarBlock
 
 from .problem import Allocation, AllocationProblem
+from .rates import pair_runnable, runnable
 
 
 @dataclass(frozen=True)
@@ -106,14 +107,15 @@ def _split(problem: AllocationProblem, x: np.ndarray, policy: str, fields: dict)
 
 
 def singles(problem: AllocationProblem, throughputs: np.ndarray | None = None) -> Combinations:
-    """One combination per job, with ``throughputs`` (default: the problem's) as rates."""
+    """One combination per job, with ``throughputs`` (default: the problem's) as rates; a
+    variant's throughputs must be positive exactly where the problem's are."""
     T = problem.throughputs if throughputs is None else throughputs
     m, n = T.shape
     rows = np.repeat(np.arange(m), n)
     rates = sp.csr_matrix((T.reshape(-1), (rows, np.arange(m * n))), shape=(m, m * n))
     rates.eliminate_zeros()
-    scale = problem.scale_factors.copy()
-    return Combinations(problem, sp.identity(m, format="csr"), rates, scale, _fits(problem, scale, T > 0))
+    return Combinations(problem, sp.identity(m, format="csr"), rates, problem.scale_factors.copy(),
+                        runnable(problem))
 
 
 def packed(problem: AllocationProblem) -> Combinations:
@@ -131,16 +133,11 @@ def packed(problem: AllocationProblem) -> Combinations:
     vals = np.concatenate([T.reshape(-1), pairs.rates[:, :, 0].reshape(-1), pairs.rates[:, :, 1].reshape(-1)])
     keep = vals > 0
     rates = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(m, C * n))
-    runnable = np.vstack([T > 0, pairs.rates.sum(axis=2) > 0])
     scale = np.concatenate([problem.scale_factors, problem.scale_factors[pairs.first]])
-    return Combinations(problem, incidence, rates, scale, _fits(problem, scale, runnable))
+    return Combinations(problem, incidence, rates, scale, np.vstack([runnable(problem), pair_runnable(problem)]))
 
 
 def _cells(n: int, combos: np.ndarray) -> np.ndarray:
     """Flat indices of the cells (c, 0..n-1) of the combinations ``combos``."""
     return (combos[:, None] * n + np.arange(n)).reshape(-1)
 
-
-def _fits(problem: AllocationProblem, scale: np.ndarray, runnable: np.ndarray) -> np.ndarray:
-    """Gang scheduling: a combination runs on type j only if s_c <= W_j."""
-    return runnable & (scale[:, None] <= problem.capacities[None, :])

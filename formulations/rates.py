@@ -31,6 +31,15 @@ def runnable(problem: AllocationProblem) -> np.ndarray:
     return (problem.throughputs > 0) & (problem.scale_factors[:, None] <= problem.capacities[None, :])
 
 
+def pair_runnable(problem: AllocationProblem, which: np.ndarray | None = None) -> np.ndarray:
+    """(P, n) for the pairs ``which`` (default all): the pair can share type j (some
+    co-located rate > 0 and s_p <= W_j)."""
+    pairs = problem.job_pairs()
+    which = np.arange(len(pairs)) if which is None else np.asarray(which, dtype=np.int64)
+    fits = problem.scale_factors[pairs.first[which]][:, None] <= problem.capacities[None, :]
+    return (pairs.rates[which].sum(axis=2) > 0) & fits
+
+
 def equal_shares(capacities: np.ndarray, scale: np.ndarray, runs: np.ndarray) -> np.ndarray:
     """``x_cj = (W_j / C) / s_c`` where combination c runs on type j, each row then scaled
     down to sum <= 1. Feasible: ``sum_c s_c x_cj <= sum_c W_j / C = W_j``, and the row

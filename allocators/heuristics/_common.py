@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from formulations import Allocation, AllocationProblem
-from formulations.rates import runnable
+from formulations.rates import pair_runnable, runnable
 
 from ..base import Policy, ProgramClass
 
@@ -24,15 +24,6 @@ class HeuristicPolicy(Policy):
         if problem.pairs is None or not self.uses_pairs:
             pair_x = None
         return Allocation(problem, x, self.name, notes=notes or [], pair_x=pair_x)
-
-
-def pair_runnable(problem: AllocationProblem, which: np.ndarray | None = None) -> np.ndarray:
-    """(P, n) for the pairs ``which`` (default all): the pair can share type j (some
-    co-located rate > 0 and s_p <= W_j)."""
-    pairs = problem.job_pairs()
-    which = np.arange(len(pairs)) if which is None else np.asarray(which, dtype=np.int64)
-    fits = problem.scale_factors[pairs.first[which]][:, None] <= problem.capacities[None, :]
-    return (pairs.rates[which].sum(axis=2) > 0) & fits
 
 
 def arrival_order(problem: AllocationProblem) -> np.ndarray:
