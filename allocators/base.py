@@ -81,6 +81,13 @@ class Policy(ABC):
         singles[: problem.num_jobs] = True
         return solve_by_column_generation(model, self.solver, self.options, block="x", initial=singles)
 
+    @property
+    def heterogeneity_aware(self) -> bool:
+        """The policy tells worker types apart (Gavel's ``_perf`` and ``_packed`` variants,
+        AlloX); round mechanisms walk types in a fixed fastest-first order for these and in
+        a shuffled order for the agnostic ones."""
+        return "perf" in self.name or "packed" in self.name or self.name == "allox"
+
     @abstractmethod
     def allocate(self, problem: AllocationProblem) -> Allocation: ...
 

@@ -1,0 +1,322 @@
+"""The round-based engine: replays a workload against any policy on any solver.
+
+Each pass of the loop is one round boundary at simulated time t:
+
+1. the rows dispatched in the previous round finish: their jobs gain the steps they ran,
+   each row's time is credited to the mechanism, finished jobs leave (JCT = the end of the
+   round's work for that row minus the job's trace arrival);
+2. jobs with arrival <= t are admitted (for space-sharing policies, with a pair row for
+   every active job of equal scale factor);
+3. when jobs arrived or left and a reset is due (see :class:`Mechanism`), deficits are
+   folded and the policy recomputes the allocation;
+4. the mechanism selects rows, :class:`Placement` puts them on GPUs, and each runs
+   ``min(floor(rate × (round − overhead)), remaining)`` steps; a row's work ends when its
+   slowest member is done;
+5. the clock moves to the latest end among the dispatched rows (a round is shorter when
+   everything finishes early), or to the next arrival when nothing could run.
+
+Two behaviours of the published simulator are defects and are reproduced only with
+``gavel_compat=True``: GPUs counted for a job that has no allocation yet (it arrived since
+the last solve) then sit idle instead of running it; and the first round after an idle gap
+is credited from the end of the last busy round instead of from its own start.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from allocators import Policy
+from formulations import AllocationProblem, JobPairs, ProblemError
+from optim import OptimError
+
+from .combos import Combos
+from .mechanism import Mechanism
+from .metrics import RunRecord, SimulationResult, summarize
+from .placement import Placement
+from .workload import Workload
+
+#: Gavel's fixed order of its worker types, fastest first
+GAVEL_TYPE_ORDER = ("v100", "p100", "k80")
+
+
+class SimulationError(RuntimeError):
+    """The simulation cannot go on (a policy or solver failure, or a stalled schedule)."""
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """``round_length`` and ``reset_interval`` in seconds; ``overhead``: checkpoint/restore
+    seconds charged to a job that did not run in the previous round; ``gpus_per_server``:
+    one int for every type or one per cluster type; ``unconsolidated``: a multi-GPU job
+    spread over several servers runs at the table's ``_unconsolidated`` rate; ``window``:
+    job ids [lo, hi) whose completion ends the run (default: every job)."""
+
+    round_length: float = 360.0
+    reset_interval: float = 1920.0
+    overhead: float = 0.0
+    gpus_per_server: int | tuple[int, ...] = 1
+    unconsolidated: bool = False
+    seed: int = 0
+    window: tuple[int, int] | None = None
+    gavel_compat: bool = False
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.round_length) and self.round_length > 0):
+            raise ValueError(f"round length must be > 0 seconds, got {self.round_length}")
+        if not (self.reset_interval >= 0):
+            raise ValueError(f"reset interval must be >= 0 seconds, got {self.reset_interval}")
+        if not (0 <= self.overhead < self.round_length):
+            raise ValueError(f"overhead must be in [0, round length), got {self.overhead}")
+        if self.window is not None and not (0 <= self.window[0] < self.window[1]):
+            raise ValueError(f"window must be lo:hi with 0 <= lo < hi, got {self.window[0]}:{self.window[1]}")
+
+
+Progress = Callable[[float, int, int, int], None]
+
+
+def type_order(workload: Workload) -> list[int]:
+    """Type indices, fastest first: Gavel's v100, p100, k80 order for its names, other
+    types after them by mean speed relative to each job's fastest type."""
+    types = workload.cluster.worker_types
+    rates = workload.rates
+    speed = (rates / np.maximum(rates.max(axis=1, keepdims=True), 1e-300)).mean(axis=0)
+    rank = [GAVEL_TYPE_ORDER.index(t) if t in GAVEL_TYPE_ORDER else len(GAVEL_TYPE_ORDER) for t in types]
+    return sorted(range(len(types)), key=lambda j: (rank[j], -speed[j], j))
+
+
+class Engine:
+    def __init__(self, workload: Workload, policy: Policy, config: SimulationConfig | None = None,
+                 prices: np.ndarray | None = None):
+        self.w = workload
+        self.prices = prices
+        self.policy = policy
+        self.config = config or SimulationConfig()
+        cfg, n = self.config, len(workload.cluster.worker_types)
+        per_server = np.broadcast_to(np.asarray(cfg.gpus_per_server, dtype=np.int64), (n,))
+        if (per_server < 1).any():
+            raise ValueError(f"GPUs per server must be >= 1, got {cfg.gpus_per_server}")
+        if cfg.window is not None and cfg.window[1] > workload.num_jobs:
+            raise ValueError(f"window {cfg.window[0]}:{cfg.window[1]} ends past the trace's {workload.num_jobs} jobs")
+        self.combos = Combos(n)
+        self.mechanism = Mechanism(self.combos, workload.cluster.gpus, cfg.round_length, cfg.reset_interval,
+                                   skip_zero_priority=policy.name.startswith("fifo"))
+        self.placement = Placement(workload.cluster.gpus, per_server)
+        self.aware = policy.heterogeneity_aware
+        self.order = type_order(workload)
+        self.shuffler = random.Random(cfg.seed + 5)
+
+    def _types_this_round(self) -> list[int]:
+        if self.aware:
+            return self.order
+        order = list(self.order)
+        self.shuffler.shuffle(order)
+        return order
+
+    def run(self, progress: Progress | None = None) -> SimulationResult:
+        w, cfg, c, mech = self.w, self.config, self.combos, self.mechanism
+        J, tr = w.num_jobs, w.trace
+        rec = RunRecord.create(w)
+        single_row = np.full(J, -1, dtype=np.int64)
+        arrival_order = np.argsort(tr.arrival_times, kind="stable")
+        next_arrival = 0
+        active = np.zeros(J, dtype=bool)
+        must_finish = np.zeros(J, dtype=bool)
+        must_finish[slice(*cfg.window) if cfg.window else slice(None)] = True
+        uses_pairs = self.policy.uses_pairs
+        now = float(tr.arrival_times[arrival_order[0]])
+        changed, stalled = False, False
+        last_round_end: float | None = None
+        running = _Round.empty()
+        ran_before = np.zeros(J, dtype=bool)
+        while True:
+            if running.rows.size:
+                start = running.start
+                if cfg.gavel_compat:
+                    start = last_round_end if last_round_end is not None else 0.0
+                last_round_end = now
+                finished = self._finish_round(running, start, rec, now)
+                if finished.size:
+                    active[finished] = False
+                    c.kill_jobs(finished)
+                    changed = True
+            if not (must_finish & ~rec.done).any():
+                break
+            while next_arrival < J and tr.arrival_times[arrival_order[next_arrival]] <= now:
+                job = int(arrival_order[next_arrival])
+                self._admit(job, active, single_row, uses_pairs)
+                active[job] = True
+                next_arrival += 1
+                changed = True
+            if changed and mech.reset_due(now):
+                mech.reset(now)
+                self._allocate(now, active, single_row, rec)
+                changed = False
+            dispatched = self._dispatch(now, active, ran_before, rec)
+            rec.preemptions[ran_before & active & ~dispatched.jobs_mask(J)] += 1
+            ran_before = dispatched.jobs_mask(J)
+            if dispatched.rows.size:
+                stalled = False
+                round_end = float(dispatched.finish.max())
+                busy = np.bincount(dispatched.types, weights=dispatched.scale, minlength=c.n)
+                rec.log_interval(now, round_end, busy, int(ran_before.sum()), active, w)
+                running, now = dispatched, round_end
+            elif next_arrival < J:
+                gap_end = float(tr.arrival_times[arrival_order[next_arrival]])
+                rec.log_interval(now, gap_end, np.zeros(c.n), 0, active, w)
+                running, now = dispatched, gap_end
+            elif stalled:
+                raise SimulationError(f"policy {self.policy.name!r} scheduled none of the {int(active.sum())} "
+                                      f"remaining jobs at t={now:.1f} s and no arrivals are pending")
+            else:
+                stalled, changed, mech.last_reset = True, True, 0.0
+                running = dispatched
+            if progress is not None:
+                progress(now, int(rec.done.sum()), J, len(rec.solve_seconds))
+        return summarize(w, self.policy, cfg, rec, now)
+
+    def _admit(self, job: int, active: np.ndarray, single_row: np.ndarray, uses_pairs: bool) -> None:
+        """Rows for a new job: its single row (time round/2), then pairs (time 0) with every
+        active job of equal scale factor, in arrival order of the partner."""
+        c, w = self.combos, self.w
+        rates = np.zeros((1, c.n, 2))
+        rates[0, :, 0] = w.rates[job]
+        single_row[job] = c.add(np.array([[job, -1]]), rates, self.mechanism.half_round)[0]
+        if uses_pairs:
+            s = w.trace.scale_factors
+            partners = np.flatnonzero(active & (s == s[job]))
+            if partners.size:
+                partners = partners[np.argsort(single_row[partners], kind="stable")]
+                first = np.minimum(partners, job)
+                second = np.maximum(partners, job)
+                c.add(np.stack([first, second], axis=1), w.pair_rates(first, second), 0.0)
+
+    def _problem(self, now: float, jobs: np.ndarray, single_row: np.ndarray, rec: RunRecord):
+        """The allocation snapshot of the active ``jobs`` and the combo rows of its pairs."""
+        w, tr, c = self.w, self.w.trace, self.combos
+        pairs, pair_rows = None, np.zeros(0, dtype=np.int64)
+        if self.policy.uses_pairs:
+            live = c.live()
+            pair_rows = live[c.is_pair(live) & (c.rates[live].sum(axis=(1, 2)) > 0)]
+            local = np.full(w.num_jobs, -1, dtype=np.int64)
+            local[jobs] = np.arange(jobs.size)
+            pairs = JobPairs(local[c.members[pair_rows, 0]], local[c.members[pair_rows, 1]], c.rates[pair_rows])
+        slo = w.slo_deadlines()[jobs] - now
+        problem = AllocationProblem(
+            worker_types=w.cluster.worker_types, capacities=w.cluster.gpus, job_ids=jobs,
+            job_types=tuple(tr.job_types[i] for i in jobs), scale_factors=tr.scale_factors[jobs],
+            weights=tr.weights[jobs], throughputs=w.rates[jobs],
+            remaining_steps=(tr.total_steps[jobs] - rec.steps[jobs]).astype(float),
+            time_since_arrival=now - tr.arrival_times[jobs],
+            slo_remaining=np.where(np.isfinite(slo), np.maximum(slo, 1e-9), np.inf),
+            prices=self.prices, pairs=pairs,
+        )
+        return problem, pair_rows
+
+    def _allocate(self, now: float, active: np.ndarray, single_row: np.ndarray, rec: RunRecord) -> None:
+        c = self.combos
+        jobs = np.flatnonzero(active)
+        live = c.live()
+        c.alloc[live] = 0.0
+        c.in_alloc[live] = True
+        if jobs.size == 0:
+            return
+        try:
+            problem, pair_rows = self._problem(now, jobs, single_row, rec)
+            tic = time.perf_counter()
+            allocation = self.policy.allocate(problem)
+            rec.solve_seconds.append(time.perf_counter() - tic)
+        except (OptimError, ProblemError) as exc:
+            raise SimulationError(f"policy {self.policy.name!r} on solver {self.policy.solver!r} at t={now:.1f} s "
+                                  f"({jobs.size} jobs): {exc}") from None
+        rec.notes.update(allocation.notes)
+        c.alloc[single_row[jobs]] = allocation.x
+        if allocation.pair_x is not None and pair_rows.size:
+            c.alloc[pair_rows] = allocation.pair_x
+
+    def _dispatch(self, now: float, active: np.ndarray, ran_before: np.ndarray, rec: RunRecord) -> _Round:
+        c, w, cfg, tr = self.combos, self.w, self.config, self.w.trace
+        live = c.live()
+        rows, types = self.mechanism.select(live, tr.scale_factors[c.members[live, 0]], self._types_this_round())
+        if cfg.gavel_compat:
+            keep = c.in_alloc[rows]
+            rows, types = rows[keep], types[keep]
+        rec.extensions_possible += self._extension_opportunities(active)
+        if rows.size == 0:
+            self.placement.previous = {}
+            return _Round.empty()
+        scale = tr.scale_factors[c.members[rows, 0]]
+        placed = self.placement.place(rows, types, scale)
+        members = c.members[rows]
+        pair = members[:, 1] >= 0
+        rate = c.rates[rows, types]
+        if cfg.unconsolidated:
+            spread = (placed.servers > 1) & ~pair
+            rate[spread, 0] = w.spread_rates[members[spread, 0], types[spread]]
+        jobs = np.where(members >= 0, members, 0)
+        overhead = np.where(ran_before[jobs], 0.0, cfg.overhead)
+        remaining = tr.total_steps[jobs] - rec.steps[jobs]
+        steps = np.minimum(np.floor(rate * (cfg.round_length - overhead)), remaining)
+        steps = np.where(members >= 0, np.maximum(steps, 1), 0).astype(np.int64)
+        busy = overhead + np.divide(steps, rate, out=np.zeros(rate.shape), where=rate > 0)
+        finish = now + busy.max(axis=1)
+        rec.extensions += int(placed.extended.sum())
+        rec.lease_extensions[members[placed.extended, 0]] += 1
+        rec.lease_extensions[members[placed.extended & pair, 1]] += 1
+        first = members.ravel()[members.ravel() >= 0]
+        rec.first_start[first] = np.where(np.isnan(rec.first_start[first]), now, rec.first_start[first])
+        return _Round(now, rows, types, members, steps, finish, scale)
+
+    def _extension_opportunities(self, active: np.ndarray) -> int:
+        """Rows placed in the previous round that still have an active job."""
+        prev = np.fromiter(self.placement.previous, dtype=np.int64)
+        if prev.size == 0:
+            return 0
+        m = self.combos.members[prev]
+        return int((active[m[:, 0]] | ((m[:, 1] >= 0) & active[np.maximum(m[:, 1], 0)])).sum())
+
+    def _finish_round(self, run: _Round, start: float, rec: RunRecord, now: float) -> np.ndarray:
+        """Credit the round that ended at ``now``; returns the jobs that finished."""
+        tr = self.w.trace
+        seconds = run.finish - start
+        self.mechanism.credit(run.rows, run.types, seconds)
+        valid = run.members >= 0
+        jobs = run.members[valid]
+        per_member_seconds = np.broadcast_to(seconds[:, None], run.members.shape)[valid]
+        per_member_types = np.broadcast_to(run.types[:, None], run.members.shape)[valid]
+        per_member_scale = np.broadcast_to(run.scale[:, None], run.members.shape)[valid]
+        rec.steps[jobs] += run.steps[valid]
+        np.add.at(rec.gpu_seconds, (jobs, per_member_types), per_member_seconds * per_member_scale)
+        np.add.at(rec.busy_gpu_seconds, run.types, seconds * run.scale)
+        finish_of = np.broadcast_to(run.finish[:, None], run.members.shape)[valid]
+        done = rec.steps[jobs] >= tr.total_steps[jobs]
+        finished = jobs[done]
+        rec.finish[finished] = finish_of[done]
+        rec.done[finished] = True
+        return finished
+
+
+@dataclass(frozen=True)
+class _Round:
+    start: float
+    rows: np.ndarray
+    types: np.ndarray
+    members: np.ndarray
+    steps: np.ndarray
+    finish: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def empty(cls) -> _Round:
+        z = np.zeros(0, dtype=np.int64)
+        return cls(0.0, z, z, np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2), dtype=np.int64), np.zeros(0), z)
+
+    def jobs_mask(self, num_jobs: int) -> np.ndarray:
+        mask = np.zeros(num_jobs, dtype=bool)
+        mask[self.members[self.members >= 0]] = True
+        return mask

@@ -1,0 +1,97 @@
+"""Gavel's round mechanism: from time fractions to the jobs that run in the next round.
+
+State per combination row c and type j (held in :class:`~simulator.combos.Combos`):
+``time[c, j]``, time received since the last reset, starting at half a round so a new
+job's share is never 0/0 (a new pair starts at 0); ``deficit[c, j]``; and per type the
+total ``worker_time[j]``, rebuilt at each reset from the rows' counters and then grown by
+the time every finished round ran (once per combination, not per GPU).
+
+* reset at time t (before each new allocation): ``deficit += x_cj · (t − t_reset) −
+  (time_cj − round/2)`` with the allocation that was in force; counters return to round/2.
+* priority ``p_cj = x_cj / (time_cj / worker_time_j)``; ``x_cj · 1e9`` while the type has
+  no time yet; 0 where ``x_cj = 0``, the row cannot run on j, or the row was not part of
+  the last allocation.
+* selection: per type in the given order, rows by (priority, deficit, allocation)
+  descending, ties by arrival order; a row is taken when none of its jobs was taken this
+  round and its s GPUs fit in what is left of the type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .combos import Combos
+
+NEW_JOB_PRIORITY = 1e9
+
+
+class Mechanism:
+    def __init__(self, combos: Combos, capacities: np.ndarray, round_length: float, reset_interval: float,
+                 skip_zero_priority: bool = False):
+        self.combos = combos
+        self.capacities = np.asarray(capacities, dtype=np.int64)
+        self.half_round = round_length / 2.0
+        self.reset_interval = reset_interval
+        self.skip_zero_priority = skip_zero_priority
+        self.worker_time = np.zeros(self.capacities.shape[0])
+        self.last_reset = 0.0
+
+    def reset_due(self, now: float) -> bool:
+        """The reset interval has passed, or the last reset was at time 0 (Gavel treats a
+        reset at the start of the clock as provisional)."""
+        return now - self.last_reset >= self.reset_interval or self.last_reset == 0
+
+    def reset(self, now: float) -> None:
+        """Fold the time each live row received since the last reset into its deficit."""
+        c, rows = self.combos, self.combos.live()
+        elapsed = now - self.last_reset
+        should = np.where(c.in_alloc[rows, None], c.alloc[rows] * elapsed, 0.0)
+        c.deficit[rows] += should - (c.time[rows] - self.half_round)
+        c.time[rows] = self.half_round
+        self.worker_time[:] = self.half_round * rows.size
+        self.last_reset = now
+
+    def credit(self, rows: np.ndarray, types: np.ndarray, seconds: np.ndarray) -> None:
+        """Rows ``rows`` ran ``seconds`` on ``types`` in the round that just ended."""
+        np.add.at(self.combos.time, (rows, types), seconds)
+        np.add.at(self.worker_time, types, seconds)
+
+    def priorities(self, rows: np.ndarray) -> np.ndarray:
+        """(k, n) priorities of ``rows``."""
+        c = self.combos
+        alloc = c.alloc[rows]
+        share = np.divide(c.time[rows], self.worker_time, out=np.zeros(alloc.shape), where=self.worker_time > 0)
+        prio = np.divide(alloc, share, out=alloc * NEW_JOB_PRIORITY, where=share > 0)
+        keep = c.in_alloc[rows, None] & (alloc != 0) & c.runnable(rows)
+        return np.where(keep, prio, 0.0)
+
+    def select(self, rows: np.ndarray, scale: np.ndarray, type_order: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows to run next round and their types (see the module doc); ``scale[k]`` is the
+        GPU count of ``rows[k]``."""
+        c = self.combos
+        prio = self.priorities(rows)
+        alloc = np.where(c.in_alloc[rows, None], c.alloc[rows], 0.0)
+        runs = c.runnable(rows)
+        first, second = c.members[rows, 0].tolist(), c.members[rows, 1].tolist()
+        scale_list = scale.tolist()
+        taken: set[int] = set()
+        chosen, chosen_types = [], []
+        for j in type_order:
+            left = int(self.capacities[j])
+            ok = runs[:, j] & (scale <= left)
+            if self.skip_zero_priority:
+                ok &= prio[:, j] > 0
+            cand = np.flatnonzero(ok)
+            order = cand[np.lexsort((cand, -alloc[cand, j], -c.deficit[rows[cand], j], -prio[cand, j]))]
+            for k in order.tolist():
+                if left == 0:
+                    break
+                if first[k] in taken or second[k] in taken or scale_list[k] > left:
+                    continue
+                left -= scale_list[k]
+                taken.add(first[k])
+                if second[k] >= 0:
+                    taken.add(second[k])
+                chosen.append(k)
+                chosen_types.append(j)
+        return rows[np.asarray(chosen, dtype=np.int64)], np.asarray(chosen_types, dtype=np.int64)

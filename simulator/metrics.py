@@ -1,0 +1,195 @@
+"""What a simulation records and the metrics it reports.
+
+Finish-time fairness compares each job's JCT with its JCT under the isolated share: the
+job alone on ``1/m`` of every type it can run on (``x_ij = (W_j / m) / s_i``, the row
+scaled to sum <= 1), where m is the number of jobs present, integrated over the run, so
+its isolated rate is ``a_i / max(b_i, m)`` with ``a_i = sum_j T_ij W_j / s_i`` and
+``b_i = sum_j W_j / s_i`` over the types it can run on. ``rho = JCT / isolated JCT``;
+a job is treated unfairly when ``rho > 1.05``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .files import write_atomically
+from .workload import Workload
+
+UNFAIR_RHO = 1.05
+
+
+@dataclass
+class RunRecord:
+    """Per-job and per-round accumulators filled in by the engine."""
+
+    steps: np.ndarray
+    gpu_seconds: np.ndarray
+    busy_gpu_seconds: np.ndarray
+    finish: np.ndarray
+    done: np.ndarray
+    first_start: np.ndarray
+    preemptions: np.ndarray
+    lease_extensions: np.ndarray
+    iso_a: np.ndarray
+    iso_b: np.ndarray
+    iso_steps: np.ndarray
+    iso_finish: np.ndarray
+    extensions: int = 0
+    extensions_possible: int = 0
+    solve_seconds: list[float] = field(default_factory=list)
+    notes: dict[str, None] = field(default_factory=dict)
+    timeline: list[tuple] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, workload: Workload) -> RunRecord:
+        J, n = workload.num_jobs, len(workload.cluster.worker_types)
+        s = workload.trace.scale_factors[:, None].astype(float)
+        fits = (workload.rates > 0) & (workload.trace.scale_factors[:, None] <= workload.cluster.gpus[None, :])
+        W = workload.cluster.gpus[None, :]
+        return cls(
+            steps=np.zeros(J, dtype=np.int64), gpu_seconds=np.zeros((J, n)), busy_gpu_seconds=np.zeros(n),
+            finish=np.full(J, np.nan), done=np.zeros(J, dtype=bool), first_start=np.full(J, np.nan),
+            preemptions=np.zeros(J, dtype=np.int64), lease_extensions=np.zeros(J, dtype=np.int64),
+            iso_a=np.where(fits, workload.rates * W / s, 0.0).sum(axis=1),
+            iso_b=np.where(fits, W / s, 0.0).sum(axis=1),
+            iso_steps=np.zeros(J), iso_finish=np.full(J, np.nan),
+        )
+
+    def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: np.ndarray,
+                     workload: Workload) -> None:
+        """Record one round (or idle gap) and advance every present job's isolated progress."""
+        self.timeline.append((start, end, *busy.tolist(), running, int(present.sum()) - running))
+        if end <= start:
+            return
+        tr = workload.trace
+        idx = np.flatnonzero((tr.arrival_times <= start) & np.isnan(self.iso_finish))
+        if idx.size == 0:
+            return
+        rate = self.iso_a[idx] / np.maximum(self.iso_b[idx], max(int(present.sum()), 1))
+        left = tr.total_steps[idx] - self.iso_steps[idx]
+        reach = rate * (end - start) >= left
+        self.iso_finish[idx[reach]] = start + left[reach] / rate[reach]
+        self.iso_steps[idx] += rate * (end - start)
+
+    def close_isolated(self, now: float, workload: Workload) -> None:
+        """Finished jobs whose isolated run is still going finish it alone on the cluster."""
+        idx = np.flatnonzero(self.done & np.isnan(self.iso_finish))
+        rate = self.iso_a[idx] / np.maximum(self.iso_b[idx], 1.0)
+        self.iso_finish[idx] = now + (workload.trace.total_steps[idx] - self.iso_steps[idx]) / rate
+
+
+@dataclass
+class SimulationResult:
+    """``jobs`` and ``timeline`` as column dicts (``jobs_frame()`` / ``timeline_frame()``
+    give pandas DataFrames), ``summary`` as a flat dict of metrics."""
+
+    jobs: dict[str, np.ndarray]
+    timeline: dict[str, np.ndarray]
+    summary: dict
+
+    def jobs_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.jobs)
+
+    def timeline_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.timeline)
+
+    def write(self, out: str | os.PathLike) -> list[Path]:
+        """Write ``jobs.csv``, ``timeline.csv`` and ``summary.json`` into ``out``; each file
+        appears whole or not at all."""
+        out = Path(out)
+        paths = [out / "jobs.csv", out / "timeline.csv", out / "summary.json"]
+        write_atomically(paths[0], _csv_text(self.jobs))
+        write_atomically(paths[1], _csv_text(self.timeline))
+        write_atomically(paths[2], json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+        return paths
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def _csv_text(columns: dict[str, np.ndarray]) -> str:
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    cells = [_cells(v) for v in columns.values()]
+    writer.writerows(zip(*cells))
+    return buf.getvalue()
+
+
+def _cells(values: np.ndarray) -> list:
+    if values.dtype.kind == "f":
+        return ["" if math.isnan(v) else f"{v:.6g}" if abs(v) >= 1e6 else f"{v:.6f}".rstrip("0").rstrip(".")
+                for v in values.tolist()]
+    return values.tolist()
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else 0.0
+
+
+def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) -> SimulationResult:
+    """Per-job columns, the timeline and the summary metrics of a finished run."""
+    tr, types = workload.trace, workload.cluster.worker_types
+    rec.close_isolated(now, workload)
+    ids = np.arange(workload.num_jobs)
+    in_window = np.ones(ids.size, dtype=bool) if config.window is None else (
+        (ids >= config.window[0]) & (ids < config.window[1]))
+    jct = rec.finish - tr.arrival_times
+    iso_jct = np.where(rec.done, rec.iso_finish - tr.arrival_times, np.nan)
+    rho = jct / iso_jct
+    jobs = {
+        "job_id": ids, "job_type": np.asarray(tr.job_types, dtype=object), "scale_factor": tr.scale_factors,
+        "priority_weight": tr.weights, "arrival": tr.arrival_times, "start": rec.first_start,
+        "finish": rec.finish, "jct": jct, "isolated_jct": iso_jct, "rho": rho,
+        **{f"gpu_seconds_{t}": rec.gpu_seconds[:, j] for j, t in enumerate(types)},
+        "preemptions": rec.preemptions, "lease_extensions": rec.lease_extensions,
+        "steps_done": rec.steps, "total_steps": tr.total_steps, "in_window": in_window,
+    }
+    tl = np.array(rec.timeline, dtype=float).reshape(-1, 4 + len(types))
+    timeline = {"start": tl[:, 0], "end": tl[:, 1],
+                **{f"busy_{t}": tl[:, 2 + j].astype(np.int64) for j, t in enumerate(types)},
+                "running_jobs": tl[:, -2].astype(np.int64), "queued_jobs": tl[:, -1].astype(np.int64)}
+    done = rec.done
+    win = done & in_window
+    makespan = now - float(tr.arrival_times.min())
+    capacity = float(workload.cluster.gpus.sum()) * makespan
+    rho_w = rho[win]
+    summary = {
+        "policy": policy.name, "solver": policy.solver, "trace": tr.source, "cluster": str(workload.cluster),
+        "round_length": config.round_length, "reset_interval": config.reset_interval,
+        "overhead": config.overhead, "seed": config.seed, "gavel_compat": config.gavel_compat,
+        "window": list(config.window) if config.window else None,
+        "jobs": int(workload.num_jobs), "jobs_completed": int(done.sum()), "window_jobs_completed": int(win.sum()),
+        "average_jct": float(jct[done].mean()) if done.any() else math.nan,
+        "average_jct_window": float(jct[win].mean()) if win.any() else math.nan,
+        "makespan": makespan,
+        "utilization": float(rec.busy_gpu_seconds.sum() / capacity) if capacity > 0 else 0.0,
+        "rho_mean": float(rho_w.mean()) if rho_w.size else math.nan,
+        "rho_worst": float(rho_w.max()) if rho_w.size else math.nan,
+        "unfair_fraction": float((rho_w > UNFAIR_RHO).mean()) if rho_w.size else math.nan,
+        "preemptions": int(rec.preemptions.sum()),
+        "lease_extension_rate": rec.extensions / rec.extensions_possible if rec.extensions_possible else 0.0,
+        "rounds": len(rec.timeline),
+        "solves": len(rec.solve_seconds),
+        "solver_seconds_p50": _percentile(rec.solve_seconds, 50),
+        "solver_seconds_p99": _percentile(rec.solve_seconds, 99),
+        "solver_seconds_total": float(sum(rec.solve_seconds)),
+        "notes": list(rec.notes),
+    }
+    return SimulationResult(jobs, timeline, summary)

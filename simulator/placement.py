@@ -1,0 +1,76 @@
+"""Placing the selected rows on GPUs: lease extension first, then consolidation.
+
+GPUs of type j are numbered 0..W_j-1 and grouped into servers of ``gpus_per_server[j]``
+consecutive GPUs. Rows are placed largest scale factor first (in selection order within a
+scale). Within a scale, a row keeps exactly the GPUs it held in the previous round when
+they are all still free (a lease extension); the others then take GPUs on as few servers
+as possible: the fullest server that still has room for the whole gang, else the servers
+with the most free GPUs, in turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Per placed row: its GPU ids on its type, whether the lease was extended, and the
+    number of servers it spans."""
+
+    gpus: list[tuple[int, ...]]
+    extended: np.ndarray
+    servers: np.ndarray
+
+
+class Placement:
+    def __init__(self, capacities: np.ndarray, gpus_per_server: np.ndarray):
+        self.capacities = np.asarray(capacities, dtype=np.int64)
+        self.per_server = np.minimum(np.asarray(gpus_per_server, dtype=np.int64), self.capacities)
+        self.previous: dict[int, tuple[int, tuple[int, ...]]] = {}
+
+    def place(self, rows: np.ndarray, types: np.ndarray, scale: np.ndarray) -> Placed:
+        """GPUs for the selected ``rows`` (on ``types``, needing ``scale`` GPUs each); the
+        placement becomes the previous one for the next round."""
+        k = rows.shape[0]
+        gpus: list[tuple[int, ...]] = [()] * k
+        extended = np.zeros(k, dtype=bool)
+        rows_l, types_l, scale_l = rows.tolist(), types.tolist(), scale.tolist()
+        for j in np.unique(types).tolist():
+            free = np.ones(int(self.capacities[j]), dtype=bool)
+            mine = np.flatnonzero(types == j).tolist()
+            for s in sorted({scale_l[i] for i in mine}, reverse=True):
+                group = [i for i in mine if scale_l[i] == s]
+                for i in group:
+                    prev = self.previous.get(rows_l[i])
+                    if prev is not None and prev[0] == j and len(prev[1]) == s and free[list(prev[1])].all():
+                        gpus[i], extended[i] = prev[1], True
+                        free[list(prev[1])] = False
+                for i in group:
+                    if not extended[i]:
+                        gpus[i] = self._take(free, s, int(self.per_server[j]))
+        self.previous = {rows_l[i]: (types_l[i], gpus[i]) for i in range(k)}
+        servers = np.array([len({g // int(self.per_server[types_l[i]]) for g in gpus[i]}) for i in range(k)],
+                           dtype=np.int64)
+        return Placed(gpus, extended, servers)
+
+    @staticmethod
+    def _take(free: np.ndarray, s: int, per_server: int) -> tuple[int, ...]:
+        if per_server == 1:
+            picked = np.flatnonzero(free)[:s]
+        else:
+            pad = (-free.size) % per_server
+            grid = np.concatenate([free, np.zeros(pad, dtype=bool)]).reshape(-1, per_server)
+            room = grid.sum(axis=1)
+            fits = np.flatnonzero(room >= s)
+            if fits.size:
+                server = fits[np.argmin(room[fits])]
+                picked = server * per_server + np.flatnonzero(grid[server])[:s]
+            else:
+                order = np.argsort(-room, kind="stable")
+                cells = np.concatenate([srv * per_server + np.flatnonzero(grid[srv]) for srv in order])
+                picked = cells[:s]
+        free[picked] = False
+        return tuple(picked.tolist())
