@@ -53,6 +53,8 @@ class Policy(ABC):
     name: str
     program: ProgramClass
     uses_pairs: bool = False
+    #: the constructor takes ``gavel_compat`` (reproduce a defect of the published policy)
+    supports_gavel_compat: bool = False
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
         self.solver = solver

@@ -30,11 +30,15 @@ class UnknownPolicyError(ValueError):
     pass
 
 
-def make_policy(name: str, solver: str = "highs", options: SolveOptions | None = None, **params) -> Policy:
+def make_policy(name: str, solver: str = "highs", options: SolveOptions | None = None, *,
+                gavel_compat: bool = False, **params) -> Policy:
     """A fresh policy object (policies may keep state between calls); ``params`` go to the
-    policy's constructor (e.g. ``seed`` for randomized heuristics)."""
+    policy's constructor (e.g. ``seed`` for randomized heuristics). ``gavel_compat``
+    reaches the policies that reproduce a defect of their published version."""
     try:
         cls = POLICIES[name]
     except KeyError:
         raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    if gavel_compat and cls.supports_gavel_compat:
+        params["gavel_compat"] = True
     return cls(solver, options, **params)

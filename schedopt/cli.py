@@ -28,8 +28,11 @@ from simulator import (
     read_jobs_csv,
     sample_jobs,
 )
+from simulator.engine import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
 from simulator.reports import allocation_frame, check_output_path, write_allocation
+from simulator.simulate import EXAMPLE, default_solver, simulate as run_simulation
+from simulator.traces import write_trace
 
 app = typer.Typer(
     add_completion=False,
@@ -50,6 +53,7 @@ USER_ERRORS = (
     UnknownPolicyError,
     ValueError,
     OSError,
+    SimulationError,
 )
 
 
@@ -184,6 +188,150 @@ def _print_allocation(allocation, show: int) -> None:
     for row in frame.head(show).itertuples(index=False):
         table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
     console.print(table)
+
+
+def _window(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    lo, sep, hi = text.partition(":")
+    if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
+        raise ValueError(f"--window {text!r}: expected FIRST:END job ids, e.g. 100:400")
+    return int(lo), int(hi)
+
+
+@app.command("simulate")
+@user_errors
+def simulate_command(
+    trace: Optional[Path] = typer.Option(None, help="Job trace (Gavel's 10-column or legacy 7-column format)."),
+    generate: Optional[int] = typer.Option(None, help="Generate this many jobs from Gavel's distributions."),
+    example: bool = typer.Option(False, "--example", help=(
+        f"Built-in example: {EXAMPLE['num_jobs']} generated jobs (one every {EXAMPLE['lam']:g} s on average) "
+        f"on {EXAMPLE['cluster']} with the built-in throughput table.")),
+    policy: str = typer.Option("max_min_fairness_perf", help="Policy name (see `schedopt policies`)."),
+    solver: str = typer.Option("auto", help="auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | "
+                                             "gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
+    cluster: Optional[str] = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
+    throughputs: Optional[Path] = typer.Option(None, help="Throughput table in Gavel's JSON format [default: built-in]."),
+    round_length: float = typer.Option(360.0, "--round", help="Round length in seconds."),
+    reset_interval: float = typer.Option(1920.0, help="Minimum seconds between allocation recomputations."),
+    window: Optional[str] = typer.Option(None, help="Measure (and stop after) jobs FIRST:END, e.g. 100:400."),
+    seed: int = typer.Option(0, help="Seed of the generator, the type shuffle and randomized policies."),
+    lam: float = typer.Option(0.0, help="With --generate: mean seconds between arrivals (0 = all at once)."),
+    multi_gpu: bool = typer.Option(False, help="With --generate: Gavel's 1/2/4/8-GPU scale-factor mix."),
+    priority_fraction: float = typer.Option(0.0, help="With --generate: fraction of jobs with weight 5."),
+    overhead: float = typer.Option(0.0, help="Checkpoint/restore seconds charged to a job resuming after a pause."),
+    gpus_per_server: int = typer.Option(1, help="GPUs per server (placement and lease extension)."),
+    unconsolidated: bool = typer.Option(False, help="Multi-GPU jobs spread over servers run at the "
+                                                    "table's _unconsolidated rates."),
+    gavel_compat: bool = typer.Option(False, help="Reproduce the published Gavel simulator's defects (README)."),
+    prices: Optional[str] = typer.Option(None, help="Price per GPU-hour of each type, e.g. v100=2.48,p100=1.46,k80=0.9"),
+    write_trace_to: Optional[Path] = typer.Option(None, "--write-trace", help="Write the generated workload as a trace."),
+    out: Optional[Path] = typer.Option(None, help="Write jobs.csv, timeline.csv and summary.json into DIR."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Replay a trace (or a generated workload) round by round under a policy and report JCT,
+    makespan, utilization, fairness and solver time."""
+    sources = sum((trace is not None, generate is not None, example))
+    if sources != 1:
+        raise ValueError("give exactly one of --trace FILE, --generate N or --example")
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: exists and is not a directory")
+    generated = None
+    if example:
+        cluster = cluster or EXAMPLE["cluster"]
+        generated = {k: v for k, v in EXAMPLE.items() if k != "cluster"}
+    elif generate is not None:
+        generated = {"num_jobs": generate, "lam": lam, "multi_gpu": multi_gpu,
+                     "priority_fraction": priority_fraction, "seed": seed}
+    if write_trace_to is not None and generated is None:
+        raise ValueError("--write-trace needs --generate or --example")
+    config = SimulationConfig(round_length=round_length, reset_interval=reset_interval, overhead=overhead,
+                              gpus_per_server=gpus_per_server, unconsolidated=unconsolidated, seed=seed,
+                              window=_window(window), gavel_compat=gavel_compat)
+    table = read_gavel_json(throughputs) if throughputs else example_table()
+    spec = parse_cluster(cluster or DEFAULT_CLUSTER)
+    workload = trace
+    if generated is not None:
+        from simulator.generator import generate_trace
+
+        workload = generate_trace(table, **generated)
+        if write_trace_to is not None:
+            write_trace(workload, write_trace_to)
+            console.print(f"wrote {write_trace_to}")
+    solver_spec = default_solver(policy) if solver == "auto" else solver
+    with _progress_bar(progress) as report:
+        result = run_simulation(workload, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
+                                config=config, prices=prices, progress=report)
+    _print_summary(result.summary)
+    if out is not None:
+        for path in result.write(out):
+            console.print(f"wrote {path}")
+
+
+class _progress_bar:
+    """A rich progress line (simulated time, jobs done, solves), redrawn at most 10 times a second."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and err.is_terminal
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        import time
+
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("jobs  t={task.fields[t]}  solves={task.fields[solves]}"),
+                             TimeElapsedColumn(), console=err, transient=True)
+        self._bar.start()
+        self._task = self._bar.add_task("sim", total=None, t="0 h", solves=0)
+        self._last = 0.0
+        self._clock = time.monotonic
+
+        def report(now: float, done: int, total: int, solves: int) -> None:
+            tick = self._clock()
+            if tick - self._last >= 0.1:
+                self._last = tick
+                self._bar.update(self._task, completed=done, total=total, t=f"{now / 3600:.1f} h", solves=solves)
+
+        return report
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self._bar.stop()
+
+
+def _print_summary(summary: dict) -> None:
+    console.print(f"[bold]{summary['policy']}[/] with [bold]{summary['solver']}[/] on {summary['cluster']}: "
+                  f"{summary['jobs_completed']}/{summary['jobs']} jobs completed, {summary['rounds']} rounds")
+    table = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    window = summary["window"]
+    rows = [
+        ("average JCT", _hours(summary["average_jct"])),
+        *([(f"average JCT, jobs {window[0]}:{window[1]}", _hours(summary["average_jct_window"]))] if window else []),
+        ("makespan", _hours(summary["makespan"])),
+        ("utilization", f"{summary['utilization']:.1%}"),
+        ("finish-time fairness rho (mean / worst)", f"{summary['rho_mean']:.3f} / {summary['rho_worst']:.3f}"),
+        ("jobs with rho > 1.05", f"{summary['unfair_fraction']:.1%}"),
+        ("lease-extension rate", f"{summary['lease_extension_rate']:.1%}"),
+        ("preemptions", str(summary["preemptions"])),
+        ("allocation solves", str(summary["solves"])),
+        ("solver time p50 / p99 / total", f"{summary['solver_seconds_p50'] * 1e3:.1f} ms / "
+                                          f"{summary['solver_seconds_p99'] * 1e3:.1f} ms / "
+                                          f"{summary['solver_seconds_total']:.2f} s"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    for note in summary["notes"]:
+        console.print(f"note: {note}")
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds:,.1f} s ({seconds / 3600:.2f} h)"
 
 
 def main() -> None:

@@ -234,7 +234,7 @@ class Engine:
         except (OptimError, ProblemError) as exc:
             raise SimulationError(f"policy {self.policy.name!r} on solver {self.policy.solver!r} at t={now:.1f} s "
                                   f"({jobs.size} jobs): {exc}") from None
-        rec.notes.update(allocation.notes)
+        rec.notes.update(dict.fromkeys(allocation.notes))
         c.alloc[single_row[jobs]] = allocation.x
         if allocation.pair_x is not None and pair_rows.size:
             c.alloc[pair_rows] = allocation.pair_x

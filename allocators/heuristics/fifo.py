@@ -60,16 +60,31 @@ class _Fifo(HeuristicPolicy):
 
 class Fifo(_Fifo):
     """Heterogeneity-agnostic FIFO: a uniformly random type among those with room
-    (``np.random.default_rng(seed)``, one draw per started job)."""
+    (``np.random.default_rng(seed)``, one draw per started job).
+
+    ``gavel_compat=True`` reproduces a defect of the published policy: its random draw is
+    never used, and every job gets allocation 1.0 on the last worker type in name order
+    (v100 for Gavel's cluster), however many GPUs that type has; the round mechanism then
+    time-shares that one type among all jobs and leaves the others idle."""
 
     name = "fifo"
+    supports_gavel_compat = True
 
-    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, seed: int = 0):
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, seed: int = 0,
+                 gavel_compat: bool = False):
         super().__init__(solver, options)
         self._rng = np.random.default_rng(seed)
+        self.gavel_compat = gavel_compat
 
     def _choose(self, problem: AllocationProblem, i: int, options: np.ndarray) -> int:
         return int(self._rng.choice(options))
+
+    def allocate(self, problem: AllocationProblem) -> Allocation:
+        if not self.gavel_compat:
+            return super().allocate(problem)
+        x = np.zeros(problem.throughputs.shape)
+        x[:, problem.worker_types.index(max(problem.worker_types))] = 1.0
+        return self._allocation(problem, x, ["gavel_compat: every job on the last worker type by name"])
 
 
 class FifoPerf(_Fifo):

@@ -1,0 +1,90 @@
+"""``simulate(...)``: one call from a trace (or a generated workload) to a SimulationResult."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from allocators import ProgramClass, make_policy
+from allocators.registry import POLICIES, UnknownPolicyError
+from optim import SolveOptions
+
+from .cluster import Cluster, parse_cluster, parse_prices
+from .engine import Engine, Progress, SimulationConfig
+from .example_table import example_table
+from .generator import generate_trace
+from .metrics import SimulationResult
+from .throughputs import ThroughputTable, read_gavel_json
+from .traces import Trace, read_trace
+from .workload import build_workload
+
+#: the built-in example: a few hundred generated jobs on a small heterogeneous cluster
+EXAMPLE = {"cluster": "v100=8,p100=8,k80=8", "num_jobs": 200, "lam": 1800.0, "multi_gpu": True, "seed": 0}
+
+
+def default_solver(policy: str) -> str:
+    """``clarabel`` (interior point) for LP and convex policies, ``highs`` for MILPs.
+
+    An interior-point solution is the analytic centre of the optimal face; the published
+    Gavel simulator used one (ECOS), and where optima are not unique (often, for max-min
+    programs) a vertex solver picks another optimal allocation, which changes the schedule."""
+    try:
+        program = POLICIES[policy].program
+    except KeyError:
+        raise UnknownPolicyError(f"unknown policy {policy!r}; known: {', '.join(sorted(POLICIES))}") from None
+    return "highs" if program in (ProgramClass.MILP, ProgramClass.HEURISTIC) else "clarabel"
+
+
+def simulate(
+    trace: str | os.PathLike | Trace | None = None,
+    *,
+    policy: str = "max_min_fairness_perf",
+    solver: str = "auto",
+    cluster: str | Cluster = "v100=36,p100=36,k80=36",
+    throughputs: str | os.PathLike | ThroughputTable | None = None,
+    generate: Mapping | None = None,
+    config: SimulationConfig | None = None,
+    options: SolveOptions | None = None,
+    prices: str | None = None,
+    progress: Progress | None = None,
+    **config_fields,
+) -> SimulationResult:
+    """Replay ``trace`` (a path or a :class:`Trace`) or a workload drawn with
+    ``generate`` (keyword arguments of :func:`generate_trace`) under ``policy``.
+
+    ``throughputs`` defaults to the built-in example table; ``solver="auto"`` picks
+    :func:`default_solver`; ``config_fields`` (``round_length``, ``window``, ``seed``,
+    ``gavel_compat``, ...) build the :class:`SimulationConfig` when ``config`` is None.
+    """
+    if (trace is None) == (generate is None):
+        raise ValueError("give exactly one of a trace or generate=...")
+    config = config or SimulationConfig(**config_fields)
+    table = throughputs if isinstance(throughputs, ThroughputTable) else (
+        read_gavel_json(throughputs) if throughputs is not None else example_table())
+    spec = cluster if isinstance(cluster, Cluster) else parse_cluster(cluster)
+    if generate is not None:
+        trace = generate_trace(table, **dict(generate))
+    elif not isinstance(trace, Trace):
+        trace = read_trace(trace)
+    workload = build_workload(trace, spec, table)
+    pol = make_policy(policy, default_solver(policy) if solver == "auto" else solver, options,
+                      gavel_compat=config.gavel_compat, **_seeded(policy, config.seed))
+    price_array = parse_prices(prices, spec) if prices else None
+    return Engine(workload, pol, config, prices=price_array).run(progress)
+
+
+def _seeded(policy: str, seed: int) -> dict:
+    """Randomized heuristics take the simulation's seed."""
+    import inspect
+
+    return {"seed": seed} if "seed" in inspect.signature(POLICIES[policy].__init__).parameters else {}
+
+
+def example_workload() -> tuple[Trace, Cluster, ThroughputTable]:
+    """The built-in example's trace, cluster and table."""
+    table = example_table()
+    gen = {k: v for k, v in EXAMPLE.items() if k != "cluster"}
+    return generate_trace(table, **gen), parse_cluster(EXAMPLE["cluster"]), table
+
+
+__all__ = ["EXAMPLE", "default_solver", "example_workload", "simulate"]
