@@ -36,25 +36,38 @@ class Placement:
         placement becomes the previous one for the next round."""
         k = rows.shape[0]
         gpus: list[tuple[int, ...]] = [()] * k
-        extended = np.zeros(k, dtype=bool)
+        extended = [False] * k
         rows_l, types_l, scale_l = rows.tolist(), types.tolist(), scale.tolist()
-        for j in np.unique(types).tolist():
-            free = np.ones(int(self.capacities[j]), dtype=bool)
-            mine = np.flatnonzero(types == j).tolist()
+        for j in sorted(set(types_l)):
+            per, width = int(self.per_server[j]), int(self.capacities[j])
+            mine = [i for i in range(k) if types_l[i] == j]
+            used: set[int] = set()
             for s in sorted({scale_l[i] for i in mine}, reverse=True):
                 group = [i for i in mine if scale_l[i] == s]
                 for i in group:
                     prev = self.previous.get(rows_l[i])
-                    if prev is not None and prev[0] == j and len(prev[1]) == s and free[list(prev[1])].all():
+                    if prev is not None and prev[0] == j and len(prev[1]) == s and used.isdisjoint(prev[1]):
                         gpus[i], extended[i] = prev[1], True
-                        free[list(prev[1])] = False
-                for i in group:
-                    if not extended[i]:
-                        gpus[i] = self._take(free, s, int(self.per_server[j]))
+                        used.update(prev[1])
+                rest = [i for i in group if not extended[i]]
+                if not rest:
+                    continue
+                if per == 1:
+                    free = [g for g in range(width) if g not in used]
+                    for n, i in enumerate(rest):
+                        gpus[i] = tuple(free[n * s:(n + 1) * s])
+                    used.update(free[: len(rest) * s])
+                else:
+                    mask = np.ones(width, dtype=bool)
+                    mask[list(used)] = False
+                    for i in rest:
+                        gpus[i] = self._take(mask, s, per)
+                    used.update(np.flatnonzero(~mask).tolist())
         self.previous = {rows_l[i]: (types_l[i], gpus[i]) for i in range(k)}
-        servers = np.array([len({g // int(self.per_server[types_l[i]]) for g in gpus[i]}) for i in range(k)],
+        per_server = self.per_server[types].tolist()
+        servers = np.array([len({g // p for g in gs}) if p > 1 else len(gs) for gs, p in zip(gpus, per_server)],
                            dtype=np.int64)
-        return Placed(gpus, extended, servers)
+        return Placed(gpus, np.array(extended, dtype=bool), servers)
 
     @staticmethod
     def _take(free: np.ndarray, s: int, per_server: int) -> tuple[int, ...]:

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from formulations import Allocation
 
@@ -16,9 +15,11 @@ from .files import write_atomically
 OUTPUT_SUFFIXES = (".csv", ".json")
 
 
-def allocation_frame(allocation: Allocation) -> pd.DataFrame:
+def allocation_frame(allocation: Allocation):
     """One row per job: identity, time fraction alone per worker type, time in co-located
     pairs (space-sharing policies), total time fraction, effective throughput."""
+    import pandas as pd
+
     p = allocation.problem
     frame = pd.DataFrame(
         {

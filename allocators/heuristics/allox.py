@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from formulations import Allocation, AllocationProblem, ProblemError
 from optim import SolveOptions
@@ -34,6 +33,8 @@ def match(processing: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndar
     if not finite.any():
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0.0
     cost = np.where(finite, cost, 2.0 * M * cost[finite].max() + 1.0)
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(cost)
     ok = finite[rows, cols]
     return rows[ok], col_type[cols[ok]], float(cost[rows[ok], cols[ok]].sum())

@@ -68,38 +68,56 @@ class _ConicForm:
 
 
 def _conic_form(model: CanonicalModel) -> _ConicForm:
+    """One COO assembly: zero-cone rows (equalities, fixed columns), then nonnegative rows
+    (upper rows, negated lower rows, negated lower and upper column bounds), then cones."""
     import clarabel
 
-    n = model.num_vars
-    A = model.A.tocsr()
-    lo, hi = model.row_lo, model.row_hi
+    n, m = model.num_vars, model.num_rows
+    lo, hi, clo, chi = model.row_lo, model.row_hi, model.col_lo, model.col_hi
     eq = np.isfinite(lo) & (lo == hi)
     up = np.isfinite(hi) & ~eq
     lw = np.isfinite(lo) & ~eq
-    clo, chi = model.col_lo, model.col_hi
     fixed = np.isfinite(clo) & (clo == chi)
     cl = np.isfinite(clo) & ~fixed
     cu = np.isfinite(chi) & ~fixed
-    eye = sp.identity(n, format="csr")
-    zero_A = sp.vstack([A[eq], eye[fixed]])
-    zero_b = np.concatenate([hi[eq], clo[fixed]])
-    nonneg_A = sp.vstack([A[up], -A[lw], -eye[cl], eye[cu]])
-    nonneg_b = np.concatenate([hi[up], -lo[lw], -clo[cl], chi[cu]])
-    blocks, rhs, cones = [zero_A, nonneg_A], [zero_b, nonneg_b], []
-    if zero_A.shape[0]:
-        cones.append(clarabel.ZeroConeT(zero_A.shape[0]))
-    if nonneg_A.shape[0]:
-        cones.append(clarabel.NonnegativeConeT(nonneg_A.shape[0]))
+    counts = [int(eq.sum()), int(fixed.sum()), int(up.sum()), int(lw.sum()), int(cl.sum()), int(cu.sum())]
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    pos = np.full((3, m), -1, dtype=np.int64)
+    for k, (mask, slot) in enumerate(((eq, 0), (up, 2), (lw, 3))):
+        pos[k, mask] = starts[slot] + np.arange(counts[slot])
+    A = model.A.tocoo()
+    rows, cols, vals = [], [], []
+    for k, sign in enumerate((1.0, 1.0, -1.0)):
+        keep = pos[k, A.row] >= 0
+        rows.append(pos[k, A.row[keep]])
+        cols.append(A.col[keep])
+        vals.append(sign * A.data[keep])
+    for k, (mask, sign) in enumerate(((fixed, 1.0), (cl, -1.0), (cu, 1.0))):
+        idx = np.flatnonzero(mask)
+        rows.append(starts[(1, 4, 5)[k]] + np.arange(idx.size))
+        cols.append(idx)
+        vals.append(np.full(idx.size, sign))
+    b = [hi[eq], clo[fixed], hi[up], -lo[lw], -clo[cl], chi[cu]]
+    cones = []
+    if starts[2]:
+        cones.append(clarabel.ZeroConeT(int(starts[2])))
+    if starts[6] - starts[2]:
+        cones.append(clarabel.NonnegativeConeT(int(starts[6] - starts[2])))
+    total = int(starts[6])
     if model.hyperbolic is not None:
         h = model.hyperbolic
         U, V = h.U.tocsr(), h.V.tocsr()
         soc = sp.vstack([-(U + V), -(U - V), sp.csr_matrix((h.size, n))]).tocsr()
         order = np.arange(3 * h.size).reshape(3, h.size).T.ravel()
-        blocks.append(soc[order])
-        rhs.append(np.stack([h.u_offset + h.v_offset, h.u_offset - h.v_offset, 2.0 * np.sqrt(h.k)], axis=1).ravel())
+        soc = soc[order].tocoo()
+        rows.append(total + soc.row)
+        cols.append(soc.col)
+        vals.append(soc.data)
+        b.append(np.stack([h.u_offset + h.v_offset, h.u_offset - h.v_offset, 2.0 * np.sqrt(h.k)], axis=1).ravel())
         cones += [clarabel.SecondOrderConeT(3)] * h.size
-    return _ConicForm(sp.vstack(blocks).tocsc(), np.concatenate(rhs), cones,
-                      np.flatnonzero(eq), np.flatnonzero(up), np.flatnonzero(lw))
+        total += 3 * h.size
+    matrix = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(total, n))
+    return _ConicForm(matrix, np.concatenate(b), cones, np.flatnonzero(eq), np.flatnonzero(up), np.flatnonzero(lw))
 
 
 _STATUS = {
