@@ -15,11 +15,12 @@ from simulator import (
     read_jobs_csv,
     sample_jobs,
 )
+from simulator.simulate import simulate
 
 __version__ = "0.1.0"
 
 __all__ = [
     "POLICIES", "Allocation", "AllocationProblem", "Model", "Policy", "Result", "SolveOptions",
     "Status", "allocation_violations", "build_problem", "example_table", "make_policy",
-    "parse_cluster", "read_gavel_json", "read_jobs_csv", "sample_jobs", "solve",
+    "parse_cluster", "read_gavel_json", "read_jobs_csv", "sample_jobs", "simulate", "solve",
 ]

@@ -92,8 +92,9 @@ def fisher_optimum() -> float:
 def test_log_utility_on_every_backend(backend):
     res = solve(fisher_market(), backend, SolveOptions(log_gap=1e-6))
     if res.status is not Status.OPTIMAL:
-        # a first-order solver inside the cut loop: allowed only if it says so
-        assert backend in LOOSE and res.gap > 1e-6 and res.bound >= res.objective
+        # a first-order solver inside the cut loop, or Clarabel stopping at reduced accuracy
+        # ("AlmostSolved") on a degenerate cut LP: allowed only if it says so
+        assert backend in {*LOOSE, "clarabel"} and res.gap > 1e-6 and res.bound >= res.objective
         return
     assert res.objective == pytest.approx(fisher_optimum(), rel=max(tolerance(backend), 1e-5))
     if Capability.LOG not in parse_spec(backend).capabilities():
