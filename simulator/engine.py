@@ -140,7 +140,7 @@ class Engine:
                 if cfg.gavel_compat:
                     start = last_round_end if last_round_end is not None else 0.0
                 last_round_end = now
-                finished = self._finish_round(running, start, rec, now)
+                finished = self._finish_round(running, start, rec)
                 if finished.size:
                     active[finished] = False
                     c.kill_jobs(finished)
@@ -158,8 +158,9 @@ class Engine:
                 self._allocate(now, active, single_row, rec)
                 changed = False
             dispatched = self._dispatch(now, active, ran_before, rec)
-            rec.preemptions[ran_before & active & ~dispatched.jobs_mask(J)] += 1
-            ran_before = dispatched.jobs_mask(J)
+            running_now = dispatched.jobs_mask(J)
+            rec.preemptions[ran_before & active & ~running_now] += 1
+            ran_before = running_now
             if dispatched.rows.size:
                 stalled = False
                 round_end = float(dispatched.finish.max())
@@ -196,7 +197,7 @@ class Engine:
                 second = np.maximum(partners, job)
                 c.add(np.stack([first, second], axis=1), w.pair_rates(first, second), 0.0)
 
-    def _problem(self, now: float, jobs: np.ndarray, single_row: np.ndarray, rec: RunRecord):
+    def _problem(self, now: float, jobs: np.ndarray, rec: RunRecord):
         """The allocation snapshot of the active ``jobs`` and the combo rows of its pairs."""
         w, tr, c = self.w, self.w.trace, self.combos
         pairs, pair_rows = None, np.zeros(0, dtype=np.int64)
@@ -227,7 +228,7 @@ class Engine:
         if jobs.size == 0:
             return
         try:
-            problem, pair_rows = self._problem(now, jobs, single_row, rec)
+            problem, pair_rows = self._problem(now, jobs, rec)
             tic = time.perf_counter()
             allocation = self.policy.allocate(problem)
             rec.solve_seconds.append(time.perf_counter() - tic)
@@ -280,8 +281,8 @@ class Engine:
         m = self.combos.members[prev]
         return int((active[m[:, 0]] | ((m[:, 1] >= 0) & active[np.maximum(m[:, 1], 0)])).sum())
 
-    def _finish_round(self, run: _Round, start: float, rec: RunRecord, now: float) -> np.ndarray:
-        """Credit the round that ended at ``now``; returns the jobs that finished."""
+    def _finish_round(self, run: _Round, start: float, rec: RunRecord) -> np.ndarray:
+        """Credit the round that just ended; returns the jobs that finished."""
         tr = self.w.trace
         seconds = run.finish - start
         self.mechanism.credit(run.rows, run.types, seconds)
