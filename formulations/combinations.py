@@ -46,16 +46,21 @@ class Combinations:
         """The variables ``x`` (C, n) with the base rows."""
         C, n = self.num_combinations, self.problem.num_types
         x = model.add_variables(name, (C, n), lb=0.0, ub=self.runnable.astype(float))
-        cells = np.arange(C * n)
-        capacity = sp.csr_matrix((np.repeat(self.scale.astype(float), n), (np.tile(np.arange(n), C), cells)),
-                                 shape=(n, C * n))
+        capacity = sp.csr_matrix((np.tile(self.scale.astype(float), n), _cells(n, np.arange(C)).reshape(C, n).T.ravel(),
+                                  np.arange(0, n * C + 1, C)), shape=(n, C * n))
         model.add_rows("capacity", {x: capacity}, hi=self.problem.capacities)
-        model.add_rows("time_budget", {x: sp.kron(self.incidence, np.ones((1, n)), format="csr")}, hi=1.0)
+        inc = self.incidence
+        per_type = sp.csr_matrix((np.repeat(inc.data, n), _cells(n, inc.indices), inc.indptr * n), shape=(inc.shape[0], C * n))
+        model.add_rows("time_budget", {x: per_type}, hi=1.0)
         return x
 
     def throughput_map(self, row_scale: np.ndarray | None = None) -> sp.csr_matrix:
         """``diag(row_scale) E``: job i's (scaled) throughput as a row over ``vec(x)``."""
-        return self.rates if row_scale is None else (sp.diags(row_scale) @ self.rates).tocsr()
+        if row_scale is None:
+            return self.rates
+        r = self.rates
+        scaled = r.data * np.repeat(np.broadcast_to(row_scale, (r.shape[0],)), np.diff(r.indptr))
+        return sp.csr_matrix((scaled, r.indices, r.indptr), shape=r.shape)
 
     def allocation(self, x: np.ndarray, policy: str, **fields) -> Allocation:
         """An Allocation from combination shares ``x`` (C, n) (noise clipped into [0, runnable])."""
@@ -111,11 +116,11 @@ def singles(problem: AllocationProblem, throughputs: np.ndarray | None = None) -
     variant's throughputs must be positive exactly where the problem's are."""
     T = problem.throughputs if throughputs is None else throughputs
     m, n = T.shape
-    rows = np.repeat(np.arange(m), n)
-    rates = sp.csr_matrix((T.reshape(-1), (rows, np.arange(m * n))), shape=(m, m * n))
-    rates.eliminate_zeros()
-    return Combinations(problem, sp.identity(m, format="csr"), rates, problem.scale_factors.copy(),
-                        runnable(problem))
+    keep = T > 0
+    rates = sp.csr_matrix((T[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep.sum(axis=1))])),
+                          shape=(m, m * n))
+    identity = sp.csr_matrix((np.ones(m), np.arange(m), np.arange(m + 1)), shape=(m, m))
+    return Combinations(problem, identity, rates, problem.scale_factors.copy(), runnable(problem))
 
 
 def packed(problem: AllocationProblem) -> Combinations:

@@ -17,6 +17,7 @@ Nothing here creates a Python object per scalar.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import scipy.sparse as sp
 
 from .capabilities import Capability
 from .errors import ModelError
+from .sparse import csc_from_triplets
 
 Sense = Literal["min", "max"]
 MatrixLike = np.ndarray | sp.spmatrix | sp.sparray | float | int
@@ -50,7 +52,7 @@ class VarBlock:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def stop(self) -> int:
@@ -242,25 +244,37 @@ class CanonicalModel:
         )
 
 
-def _as_block_matrix(mat: MatrixLike, nrows: int, block: VarBlock, where: str) -> sp.coo_matrix:
-    """Coerce one term of a row block to a sparse (nrows x block.size) matrix."""
+def _block_triplets(mat: MatrixLike, nrows: int, block: VarBlock, where: str) -> Triplets:
+    """(row, column-in-block, value) of one term of a row block, a (nrows x block.size) matrix.
+
+    Compressed and COO matrices are read without building another scipy matrix (the
+    constructors' checks dominate the build time of small models)."""
     if np.isscalar(mat):
         if nrows != 1:
             raise ModelError(f"{where}: a scalar coefficient needs a single row, got {nrows}")
         mat = np.full((1, block.size), float(mat))
     if sp.issparse(mat):
-        coo = sp.coo_matrix(mat)
+        shape = mat.shape
+        if mat.format == "csr":
+            row, col, val = np.repeat(np.arange(shape[0]), np.diff(mat.indptr)), mat.indices, mat.data
+        elif mat.format == "csc":
+            row, col, val = mat.indices, np.repeat(np.arange(shape[1]), np.diff(mat.indptr)), mat.data
+        else:
+            coo = mat.tocoo()
+            row, col, val = coo.row, coo.col, coo.data
     else:
         arr = np.asarray(mat, dtype=float)
         if arr.ndim == 1:
             arr = arr.reshape(1, -1)
-        coo = sp.coo_matrix(arr)
-    if coo.shape != (nrows, block.size):
+        shape = arr.shape
+        row, col = np.nonzero(arr)
+        val = arr[row, col]
+    if shape != (nrows, block.size):
         raise ModelError(
-            f"{where}: coefficients for block {block.name!r} have shape {coo.shape}, "
+            f"{where}: coefficients for block {block.name!r} have shape {shape}, "
             f"expected ({nrows}, {block.size})"
         )
-    return coo
+    return row, col, val
 
 
 def _broadcast(value, shape: tuple[int, ...], what: str) -> np.ndarray:
@@ -498,9 +512,7 @@ class Model:
         else:
             rows = cols = np.zeros(0, dtype=np.int64)
             vals = lo = hi = np.zeros(0)
-        A = sp.csc_matrix((vals, (rows, cols)), shape=(self._num_rows, n))
-        A.sum_duplicates()
-        A.eliminate_zeros()
+        A = csc_from_triplets(rows, cols, vals, (self._num_rows, n))
         c = np.zeros(n)
         for bname, vec in self._obj.items():
             c[self._blocks[bname].columns] = vec
@@ -559,8 +571,8 @@ class Model:
         parts = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
         for block, mat in terms.items():
             self._check_block(block, where)
-            coo = _as_block_matrix(mat, nrows, block, where)
-            parts.append((coo.row, coo.col + block.start, coo.data))
+            row, col, val = _block_triplets(mat, nrows, block, where)
+            parts.append((row, col + block.start, val))
         rows, cols, vals = (np.concatenate(p) for p in zip(*parts))
         if not np.isfinite(vals).all():
             raise ModelError(f"{where}: non-finite coefficient")

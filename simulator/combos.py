@@ -3,7 +3,8 @@
 Rows are appended as jobs arrive and never move; a row dies when one of its jobs leaves.
 ``members[c] = (a, b)`` with ``b = -1`` for a single job; ``rates[c, j]`` holds the
 members' rates on type j (second entry 0 for singles); the row index is the insertion order that
-breaks ties in the priority walk. The mechanism's per-row state lives here too:
+breaks ties in the priority walk; ``scale[c]`` is its GPU count and ``can_run[c, j]``
+says every member has a positive rate on type j. The mechanism's per-row state lives here too:
 ``time[c, j]`` (time received on type j since the last reset), ``deficit[c, j]``,
 ``alloc[c, j]`` (the policy's time fraction) and ``in_alloc[c]`` (the row was part of the
 last allocation). Storage grows geometrically, so adding is amortized O(1).
@@ -20,20 +21,25 @@ class Combos:
         self.size = 0
         self.members = np.full((capacity, 2), -1, dtype=np.int64)
         self.rates = np.zeros((capacity, num_types, 2))
+        self.scale = np.zeros(capacity, dtype=np.int64)
+        self.can_run = np.zeros((capacity, num_types), dtype=bool)
         self.alive = np.zeros(capacity, dtype=bool)
         self.time = np.zeros((capacity, num_types))
         self.deficit = np.zeros((capacity, num_types))
         self.alloc = np.zeros((capacity, num_types))
         self.in_alloc = np.zeros(capacity, dtype=bool)
+        self._live: np.ndarray | None = None
 
-    def add(self, members: np.ndarray, rates: np.ndarray, time: float) -> np.ndarray:
-        """Append rows (``members`` (k, 2), ``rates`` (k, n, 2)) with ``time`` received on
-        every type, no deficit and no allocation; returns their indices."""
+    def add(self, members: np.ndarray, rates: np.ndarray, scale: int, time: float) -> np.ndarray:
+        """Append rows (``members`` (k, 2), ``rates`` (k, n, 2), each on ``scale`` GPUs) with
+        ``time`` received on every type, no deficit and no allocation; returns their indices."""
         k = members.shape[0]
         if self.size + k > self.alive.shape[0]:
             cap = max(2 * self.alive.shape[0], self.size + k)
             self.members = _grow(self.members, cap, -1)
             self.rates = _grow(self.rates, cap, 0.0)
+            self.scale = _grow(self.scale, cap, 0)
+            self.can_run = _grow(self.can_run, cap, False)
             self.alive = _grow(self.alive, cap, False)
             self.time = _grow(self.time, cap, 0.0)
             self.deficit = _grow(self.deficit, cap, 0.0)
@@ -42,22 +48,22 @@ class Combos:
         rows = np.arange(self.size, self.size + k)
         self.members[rows] = members
         self.rates[rows] = rates
+        self.scale[rows] = scale
+        self.can_run[rows] = (rates[:, :, 0] > 0) & ((rates[:, :, 1] > 0) | (members[:, 1] < 0)[:, None])
         self.alive[rows] = True
         self.time[rows] = time
         self.size += k
+        self._live = None
         return rows
 
     def live(self) -> np.ndarray:
-        """Indices of live rows, in insertion order."""
-        return np.flatnonzero(self.alive[: self.size])
+        """Indices of live rows, in insertion order (cached until rows are added or killed)."""
+        if self._live is None:
+            self._live = np.flatnonzero(self.alive[: self.size])
+        return self._live
 
     def is_pair(self, rows: np.ndarray) -> np.ndarray:
         return self.members[rows, 1] >= 0
-
-    def runnable(self, rows: np.ndarray) -> np.ndarray:
-        """(k, n): every member of the row has a positive rate on the type."""
-        r = self.rates[rows]
-        return (r[:, :, 0] > 0) & ((r[:, :, 1] > 0) | ~self.is_pair(rows)[:, None])
 
     def kill_jobs(self, jobs: np.ndarray) -> np.ndarray:
         """Kill every live row containing one of ``jobs``; returns the killed rows."""
@@ -66,6 +72,7 @@ class Combos:
         gone[jobs] = True
         hit = live[gone[self.members[live, 0]] | gone[self.members[live, 1]]]
         self.alive[hit] = False
+        self._live = None
         return hit
 
 

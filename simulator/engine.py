@@ -157,7 +157,8 @@ class Engine:
                 mech.reset(now)
                 self._allocate(now, active, single_row, rec)
                 changed = False
-            dispatched = self._dispatch(now, active, ran_before, rec)
+            rec.extensions_possible += running.rows_with_active_job(active)
+            dispatched = self._dispatch(now, ran_before, rec)
             running_now = dispatched.jobs_mask(J)
             rec.preemptions[ran_before & active & ~running_now] += 1
             ran_before = running_now
@@ -187,15 +188,15 @@ class Engine:
         c, w = self.combos, self.w
         rates = np.zeros((1, c.n, 2))
         rates[0, :, 0] = w.rates[job]
-        single_row[job] = c.add(np.array([[job, -1]]), rates, self.mechanism.half_round)[0]
+        scale = int(w.trace.scale_factors[job])
+        single_row[job] = c.add(np.array([[job, -1]]), rates, scale, self.mechanism.half_round)[0]
         if uses_pairs:
-            s = w.trace.scale_factors
-            partners = np.flatnonzero(active & (s == s[job]))
+            partners = np.flatnonzero(active & (w.trace.scale_factors == scale))
             if partners.size:
                 partners = partners[np.argsort(single_row[partners], kind="stable")]
                 first = np.minimum(partners, job)
                 second = np.maximum(partners, job)
-                c.add(np.stack([first, second], axis=1), w.pair_rates(first, second), 0.0)
+                c.add(np.stack([first, second], axis=1), w.pair_rates(first, second), scale, 0.0)
 
     def _problem(self, now: float, jobs: np.ndarray, rec: RunRecord):
         """The allocation snapshot of the active ``jobs`` and the combo rows of its pairs."""
@@ -240,18 +241,16 @@ class Engine:
         if allocation.pair_x is not None and pair_rows.size:
             c.alloc[pair_rows] = allocation.pair_x
 
-    def _dispatch(self, now: float, active: np.ndarray, ran_before: np.ndarray, rec: RunRecord) -> _Round:
+    def _dispatch(self, now: float, ran_before: np.ndarray, rec: RunRecord) -> _Round:
         c, w, cfg, tr = self.combos, self.w, self.config, self.w.trace
-        live = c.live()
-        rows, types = self.mechanism.select(live, tr.scale_factors[c.members[live, 0]], self._types_this_round())
+        rows, types = self.mechanism.select(c.live(), self._types_this_round())
         if cfg.gavel_compat:
             keep = c.in_alloc[rows]
             rows, types = rows[keep], types[keep]
-        rec.extensions_possible += self._extension_opportunities(active)
         if rows.size == 0:
             self.placement.previous = {}
             return _Round.empty()
-        scale = tr.scale_factors[c.members[rows, 0]]
+        scale = c.scale[rows]
         placed = self.placement.place(rows, types, scale)
         members = c.members[rows]
         pair = members[:, 1] >= 0
@@ -259,27 +258,20 @@ class Engine:
         if cfg.unconsolidated:
             spread = (placed.servers > 1) & ~pair
             rate[spread, 0] = w.spread_rates[members[spread, 0], types[spread]]
-        jobs = np.where(members >= 0, members, 0)
-        overhead = np.where(ran_before[jobs], 0.0, cfg.overhead)
-        remaining = tr.total_steps[jobs] - rec.steps[jobs]
-        steps = np.minimum(np.floor(rate * (cfg.round_length - overhead)), remaining)
-        steps = np.where(members >= 0, np.maximum(steps, 1), 0).astype(np.int64)
+        jobs = np.where(pair[:, None], members, members[:, :1])
+        overhead = np.where(ran_before[jobs], 0.0, cfg.overhead) if cfg.overhead else 0.0
+        steps = np.minimum(np.floor(rate * (cfg.round_length - overhead)), tr.total_steps[jobs] - rec.steps[jobs])
+        steps = np.maximum(steps, 1).astype(np.int64)
+        steps[:, 1] *= pair
         busy = overhead + np.divide(steps, rate, out=np.zeros(rate.shape), where=rate > 0)
         finish = now + busy.max(axis=1)
-        rec.extensions += int(placed.extended.sum())
-        rec.lease_extensions[members[placed.extended, 0]] += 1
-        rec.lease_extensions[members[placed.extended & pair, 1]] += 1
-        first = members.ravel()[members.ravel() >= 0]
-        rec.first_start[first] = np.where(np.isnan(rec.first_start[first]), now, rec.first_start[first])
+        if placed.extended.any():
+            rec.extensions += int(placed.extended.sum())
+            rec.lease_extensions[members[placed.extended, 0]] += 1
+            rec.lease_extensions[members[placed.extended & pair, 1]] += 1
+        started = members[members >= 0]
+        rec.first_start[started] = np.fmin(rec.first_start[started], now)
         return _Round(now, rows, types, members, steps, finish, scale)
-
-    def _extension_opportunities(self, active: np.ndarray) -> int:
-        """Rows placed in the previous round that still have an active job."""
-        prev = np.fromiter(self.placement.previous, dtype=np.int64)
-        if prev.size == 0:
-            return 0
-        m = self.combos.members[prev]
-        return int((active[m[:, 0]] | ((m[:, 1] >= 0) & active[np.maximum(m[:, 1], 0)])).sum())
 
     def _finish_round(self, run: _Round, start: float, rec: RunRecord) -> np.ndarray:
         """Credit the round that just ended; returns the jobs that finished."""
@@ -316,6 +308,11 @@ class _Round:
     def empty(cls) -> _Round:
         z = np.zeros(0, dtype=np.int64)
         return cls(0.0, z, z, np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2), dtype=np.int64), np.zeros(0), z)
+
+    def rows_with_active_job(self, active: np.ndarray) -> int:
+        """Rows of this round that still have an active job (lease-extension opportunities)."""
+        m = self.members
+        return int((active[m[:, 0]] | ((m[:, 1] >= 0) & active[m[:, 1]])).sum())
 
     def jobs_mask(self, num_jobs: int) -> np.ndarray:
         mask = np.zeros(num_jobs, dtype=bool)

@@ -60,38 +60,48 @@ class Mechanism:
         """(k, n) priorities of ``rows``."""
         c = self.combos
         alloc = c.alloc[rows]
-        share = np.divide(c.time[rows], self.worker_time, out=np.zeros(alloc.shape), where=self.worker_time > 0)
+        wt = self.worker_time
+        share = np.divide(c.time[rows], wt, out=np.zeros(alloc.shape), where=wt > 0)
         prio = np.divide(alloc, share, out=alloc * NEW_JOB_PRIORITY, where=share > 0)
-        keep = c.in_alloc[rows, None] & (alloc != 0) & c.runnable(rows)
-        return np.where(keep, prio, 0.0)
+        prio[~(c.in_alloc[rows, None] & (alloc != 0) & c.can_run[rows])] = 0.0
+        return prio
 
-    def select(self, rows: np.ndarray, scale: np.ndarray, type_order: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Rows to run next round and their types (see the module doc); ``scale[k]`` is the
-        GPU count of ``rows[k]``."""
+    def select(self, rows: np.ndarray, type_order: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows to run next round and their types (see the module doc).
+
+        Every (row, type) candidate is ordered by one lexsort on (position of the type in
+        ``type_order``, priority, deficit, allocation, row); the walk then takes rows type by
+        type and stops on a type once it is full."""
         c = self.combos
         prio = self.priorities(rows)
-        alloc = np.where(c.in_alloc[rows, None], c.alloc[rows], 0.0)
-        runs = c.runnable(rows)
-        first, second = c.members[rows, 0].tolist(), c.members[rows, 1].tolist()
-        scale_list = scale.tolist()
+        scale = c.scale[rows]
+        ok = c.can_run[rows] & (scale[:, None] <= self.capacities)
+        if self.skip_zero_priority:
+            ok &= prio > 0
+        k, j = np.nonzero(ok)
+        rank = np.empty(len(type_order), dtype=np.int64)
+        rank[type_order] = np.arange(len(type_order))
+        alloc = np.where(c.in_alloc[rows[k]], c.alloc[rows[k], j], 0.0)
+        order = np.lexsort((k, -alloc, -c.deficit[rows[k], j], -prio[k, j], rank[j]))
+        cand, cand_type = k[order].tolist(), j[order]
+        ends = np.cumsum(np.bincount(rank[cand_type], minlength=len(type_order))).tolist()
+        members = c.members[rows]
+        first, second, scale_list = members[:, 0].tolist(), members[:, 1].tolist(), scale.tolist()
         taken: set[int] = set()
         chosen, chosen_types = [], []
-        for j in type_order:
-            left = int(self.capacities[j])
-            ok = runs[:, j] & (scale <= left)
-            if self.skip_zero_priority:
-                ok &= prio[:, j] > 0
-            cand = np.flatnonzero(ok)
-            order = cand[np.lexsort((cand, -alloc[cand, j], -c.deficit[rows[cand], j], -prio[cand, j]))]
-            for k in order.tolist():
+        begin = 0
+        for t, end in zip(type_order, ends):
+            left = int(self.capacities[t])
+            for i in cand[begin:end]:
                 if left == 0:
                     break
-                if first[k] in taken or second[k] in taken or scale_list[k] > left:
+                if first[i] in taken or second[i] in taken or scale_list[i] > left:
                     continue
-                left -= scale_list[k]
-                taken.add(first[k])
-                if second[k] >= 0:
-                    taken.add(second[k])
-                chosen.append(k)
-                chosen_types.append(j)
+                left -= scale_list[i]
+                taken.add(first[i])
+                if second[i] >= 0:
+                    taken.add(second[i])
+                chosen.append(i)
+                chosen_types.append(t)
+            begin = end
         return rows[np.asarray(chosen, dtype=np.int64)], np.asarray(chosen_types, dtype=np.int64)

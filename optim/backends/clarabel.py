@@ -12,6 +12,8 @@ Duals are returned in HiGHS' convention (``reduced costs = c - A^T y``).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -19,6 +21,7 @@ from ..capabilities import Capability
 from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
+from ..sparse import csc_columns, csc_from_triplets, transpose_times
 from .base import Backend, stopwatch
 
 
@@ -30,9 +33,7 @@ class ClarabelBackend(Backend):
         return frozenset({Capability.LP, Capability.SOC, Capability.DUALS})
 
     def version(self) -> str:
-        import clarabel
-
-        return clarabel.__version__
+        return _version()
 
     def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
         import clarabel
@@ -57,6 +58,13 @@ class ClarabelBackend(Backend):
         with stopwatch(timings, "solve"):
             sol = solver.solve()
         return _read_result(sol, model, form, sign, timings, self)
+
+
+@functools.cache
+def _version() -> str:
+    import clarabel
+
+    return clarabel.__version__
 
 
 class _ConicForm:
@@ -85,12 +93,13 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
     pos = np.full((3, m), -1, dtype=np.int64)
     for k, (mask, slot) in enumerate(((eq, 0), (up, 2), (lw, 3))):
         pos[k, mask] = starts[slot] + np.arange(counts[slot])
-    A = model.A.tocoo()
+    A = model.A
+    a_rows, a_cols = A.indices, csc_columns(A)
     rows, cols, vals = [], [], []
     for k, sign in enumerate((1.0, 1.0, -1.0)):
-        keep = pos[k, A.row] >= 0
-        rows.append(pos[k, A.row[keep]])
-        cols.append(A.col[keep])
+        keep = pos[k, a_rows] >= 0
+        rows.append(pos[k, a_rows[keep]])
+        cols.append(a_cols[keep])
         vals.append(sign * A.data[keep])
     for k, (mask, sign) in enumerate(((fixed, 1.0), (cl, -1.0), (cu, 1.0))):
         idx = np.flatnonzero(mask)
@@ -116,7 +125,7 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
         b.append(np.stack([h.u_offset + h.v_offset, h.u_offset - h.v_offset, 2.0 * np.sqrt(h.k)], axis=1).ravel())
         cones += [clarabel.SecondOrderConeT(3)] * h.size
         total += 3 * h.size
-    matrix = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(total, n))
+    matrix = csc_from_triplets(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (total, n))
     return _ConicForm(matrix, np.concatenate(b), cones, np.flatnonzero(eq), np.flatnonzero(up), np.flatnonzero(lw))
 
 
@@ -153,7 +162,7 @@ def _read_result(sol, model: CanonicalModel, form: _ConicForm, sign: float, timi
     y[form.up_rows] -= z[start_nonneg:start_nonneg + k_up]
     y[form.lo_rows] += z[start_nonneg + k_up:start_nonneg + k_up + form.lo_rows.size]
     result.row_duals = sign * y
-    result.reduced_costs = model.c - model.A.T @ result.row_duals
+    result.reduced_costs = model.c - transpose_times(model.A, result.row_duals)
     if status is Status.OPTIMAL:
         result.bound = result.objective
     return result
