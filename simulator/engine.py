@@ -124,16 +124,19 @@ class Engine:
         rec = RunRecord.create(w)
         single_row = np.full(J, -1, dtype=np.int64)
         arrival_order = np.argsort(tr.arrival_times, kind="stable")
+        arrivals = tr.arrival_times[arrival_order].tolist()
         next_arrival = 0
         active = np.zeros(J, dtype=bool)
+        num_active = 0
         must_finish = np.zeros(J, dtype=bool)
         must_finish[slice(*cfg.window) if cfg.window else slice(None)] = True
+        left = int(must_finish.sum())
         uses_pairs = self.policy.uses_pairs
-        now = float(tr.arrival_times[arrival_order[0]])
+        now = arrivals[0]
         changed, stalled = False, False
         last_round_end: float | None = None
         running = _Round.empty()
-        ran_before = np.zeros(J, dtype=bool)
+        scratch = np.zeros(J, dtype=bool)
         while True:
             if running.rows.size:
                 start = running.start
@@ -143,14 +146,17 @@ class Engine:
                 finished = self._finish_round(running, start, rec)
                 if finished.size:
                     active[finished] = False
+                    num_active -= finished.size
+                    left -= int(must_finish[finished].sum())
                     c.kill_jobs(finished)
                     changed = True
-            if not (must_finish & ~rec.done).any():
+            if left == 0:
                 break
-            while next_arrival < J and tr.arrival_times[arrival_order[next_arrival]] <= now:
+            while next_arrival < J and arrivals[next_arrival] <= now:
                 job = int(arrival_order[next_arrival])
                 self._admit(job, active, single_row, uses_pairs)
                 active[job] = True
+                num_active += 1
                 next_arrival += 1
                 changed = True
             if changed and mech.reset_due(now):
@@ -158,22 +164,23 @@ class Engine:
                 self._allocate(now, active, single_row, rec)
                 changed = False
             rec.extensions_possible += running.rows_with_active_job(active)
-            dispatched = self._dispatch(now, ran_before, rec)
-            running_now = dispatched.jobs_mask(J)
-            rec.preemptions[ran_before & active & ~running_now] += 1
-            ran_before = running_now
+            dispatched = self._dispatch(now, running, rec)
+            if running.jobs.size:
+                scratch[dispatched.jobs] = True
+                rec.preemptions[running.jobs[active[running.jobs] & ~scratch[running.jobs]]] += 1
+                scratch[dispatched.jobs] = False
             if dispatched.rows.size:
                 stalled = False
                 round_end = float(dispatched.finish.max())
                 busy = np.bincount(dispatched.types, weights=dispatched.scale, minlength=c.n)
-                rec.log_interval(now, round_end, busy, int(ran_before.sum()), active, w)
+                rec.log_interval(now, round_end, busy, dispatched.jobs.size, num_active, w)
                 running, now = dispatched, round_end
             elif next_arrival < J:
-                gap_end = float(tr.arrival_times[arrival_order[next_arrival]])
-                rec.log_interval(now, gap_end, np.zeros(c.n), 0, active, w)
+                gap_end = arrivals[next_arrival]
+                rec.log_interval(now, gap_end, np.zeros(c.n), 0, num_active, w)
                 running, now = dispatched, gap_end
             elif stalled:
-                raise SimulationError(f"policy {self.policy.name!r} scheduled none of the {int(active.sum())} "
+                raise SimulationError(f"policy {self.policy.name!r} scheduled none of the {num_active} "
                                       f"remaining jobs at t={now:.1f} s and no arrivals are pending")
             else:
                 stalled, changed, mech.last_reset = True, True, 0.0
@@ -241,7 +248,7 @@ class Engine:
         if allocation.pair_x is not None and pair_rows.size:
             c.alloc[pair_rows] = allocation.pair_x
 
-    def _dispatch(self, now: float, ran_before: np.ndarray, rec: RunRecord) -> _Round:
+    def _dispatch(self, now: float, previous: _Round, rec: RunRecord) -> _Round:
         c, w, cfg, tr = self.combos, self.w, self.config, self.w.trace
         rows, types = self.mechanism.select(c.live(), self._types_this_round())
         if cfg.gavel_compat:
@@ -259,7 +266,11 @@ class Engine:
             spread = (placed.servers > 1) & ~pair
             rate[spread, 0] = w.spread_rates[members[spread, 0], types[spread]]
         jobs = np.where(pair[:, None], members, members[:, :1])
-        overhead = np.where(ran_before[jobs], 0.0, cfg.overhead) if cfg.overhead else 0.0
+        overhead = 0.0
+        if cfg.overhead:
+            ran_before = np.zeros(w.num_jobs, dtype=bool)
+            ran_before[previous.jobs] = True
+            overhead = np.where(ran_before[jobs], 0.0, cfg.overhead)
         steps = np.minimum(np.floor(rate * (cfg.round_length - overhead)), tr.total_steps[jobs] - rec.steps[jobs])
         steps = np.maximum(steps, 1).astype(np.int64)
         steps[:, 1] *= pair
@@ -269,52 +280,53 @@ class Engine:
             rec.extensions += int(placed.extended.sum())
             rec.lease_extensions[members[placed.extended, 0]] += 1
             rec.lease_extensions[members[placed.extended & pair, 1]] += 1
-        started = members[members >= 0]
-        rec.first_start[started] = np.fmin(rec.first_start[started], now)
-        return _Round(now, rows, types, members, steps, finish, scale)
+        valid = members >= 0
+        job_row = np.nonzero(valid)[0]
+        run_jobs = members[valid]
+        rec.first_start[run_jobs] = np.fmin(rec.first_start[run_jobs], now)
+        return _Round(now, rows, types, scale, finish, run_jobs, job_row, steps[valid])
 
     def _finish_round(self, run: _Round, start: float, rec: RunRecord) -> np.ndarray:
-        """Credit the round that just ended; returns the jobs that finished."""
+        """Credit the round that just ended; returns the jobs that finished. A job is in at
+        most one row of a round and a row runs on one type, so plain fancy-index updates
+        are exact."""
         tr = self.w.trace
         seconds = run.finish - start
         self.mechanism.credit(run.rows, run.types, seconds)
-        valid = run.members >= 0
-        jobs = run.members[valid]
-        per_member_seconds = np.broadcast_to(seconds[:, None], run.members.shape)[valid]
-        per_member_types = np.broadcast_to(run.types[:, None], run.members.shape)[valid]
-        per_member_scale = np.broadcast_to(run.scale[:, None], run.members.shape)[valid]
-        rec.steps[jobs] += run.steps[valid]
-        np.add.at(rec.gpu_seconds, (jobs, per_member_types), per_member_seconds * per_member_scale)
-        np.add.at(rec.busy_gpu_seconds, run.types, seconds * run.scale)
-        finish_of = np.broadcast_to(run.finish[:, None], run.members.shape)[valid]
+        gpu_seconds = seconds * run.scale
+        rec.busy_gpu_seconds += np.bincount(run.types, weights=gpu_seconds, minlength=rec.busy_gpu_seconds.size)
+        jobs, r = run.jobs, run.job_row
+        rec.steps[jobs] += run.job_steps
+        rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
         done = rec.steps[jobs] >= tr.total_steps[jobs]
         finished = jobs[done]
-        rec.finish[finished] = finish_of[done]
-        rec.done[finished] = True
+        if finished.size:
+            rec.finish[finished] = run.finish[r[done]]
+            rec.done[finished] = True
         return finished
 
 
 @dataclass(frozen=True)
 class _Round:
+    """The rows dispatched at ``start`` (with their types, GPU counts and work ends) and,
+    per member job, the job, its row's position and the steps it runs."""
+
     start: float
     rows: np.ndarray
     types: np.ndarray
-    members: np.ndarray
-    steps: np.ndarray
-    finish: np.ndarray
     scale: np.ndarray
+    finish: np.ndarray
+    jobs: np.ndarray
+    job_row: np.ndarray
+    job_steps: np.ndarray
 
     @classmethod
     def empty(cls) -> _Round:
         z = np.zeros(0, dtype=np.int64)
-        return cls(0.0, z, z, np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2), dtype=np.int64), np.zeros(0), z)
+        return cls(0.0, z, z, z, np.zeros(0), z, z, z)
 
     def rows_with_active_job(self, active: np.ndarray) -> int:
         """Rows of this round that still have an active job (lease-extension opportunities)."""
-        m = self.members
-        return int((active[m[:, 0]] | ((m[:, 1] >= 0) & active[m[:, 1]])).sum())
-
-    def jobs_mask(self, num_jobs: int) -> np.ndarray:
-        mask = np.zeros(num_jobs, dtype=bool)
-        mask[self.members[self.members >= 0]] = True
-        return mask
+        if self.jobs.size == 0:
+            return 0
+        return int(np.count_nonzero(np.bincount(self.job_row, weights=active[self.jobs])))

@@ -52,9 +52,9 @@ class Mechanism:
         self.last_reset = now
 
     def credit(self, rows: np.ndarray, types: np.ndarray, seconds: np.ndarray) -> None:
-        """Rows ``rows`` ran ``seconds`` on ``types`` in the round that just ended."""
-        np.add.at(self.combos.time, (rows, types), seconds)
-        np.add.at(self.worker_time, types, seconds)
+        """Rows ``rows`` (distinct) ran ``seconds`` on ``types`` in the round that just ended."""
+        self.combos.time[rows, types] += seconds
+        self.worker_time += np.bincount(types, weights=seconds, minlength=self.worker_time.size)
 
     def priorities(self, rows: np.ndarray) -> np.ndarray:
         """(k, n) priorities of ``rows``."""

@@ -46,6 +46,8 @@ class RunRecord:
     solve_seconds: list[float] = field(default_factory=list)
     notes: dict[str, None] = field(default_factory=dict)
     timeline: list[tuple] = field(default_factory=list)
+    _iso_jobs: np.ndarray | None = field(default=None, repr=False)
+    _iso_until: float = field(default=-math.inf, repr=False)
 
     @classmethod
     def create(cls, workload: Workload) -> RunRecord:
@@ -62,21 +64,28 @@ class RunRecord:
             iso_steps=np.zeros(J), iso_finish=np.full(J, np.nan),
         )
 
-    def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: np.ndarray,
+    def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: int,
                      workload: Workload) -> None:
-        """Record one round (or idle gap) and advance every present job's isolated progress."""
-        self.timeline.append((start, end, *busy.tolist(), running, int(present.sum()) - running))
+        """Record one round (or idle gap) with ``present`` jobs in the system and advance
+        the isolated progress of every job that has arrived and whose isolated run is not
+        done (that set changes only at arrivals and isolated finishes, so it is cached)."""
+        self.timeline.append((start, end, *busy.tolist(), running, present - running))
         if end <= start:
             return
-        tr = workload.trace
-        idx = np.flatnonzero((tr.arrival_times <= start) & np.isnan(self.iso_finish))
+        if self._iso_jobs is None or start >= self._iso_until:
+            arrival = workload.trace.arrival_times
+            self._iso_jobs = np.flatnonzero((arrival <= start) & np.isnan(self.iso_finish))
+            self._iso_until = float(arrival[arrival > start].min(initial=np.inf))
+        idx = self._iso_jobs
         if idx.size == 0:
             return
-        rate = self.iso_a[idx] / np.maximum(self.iso_b[idx], max(int(present.sum()), 1))
-        left = tr.total_steps[idx] - self.iso_steps[idx]
+        rate = self.iso_a[idx] / np.maximum(self.iso_b[idx], max(present, 1))
+        left = workload.trace.total_steps[idx] - self.iso_steps[idx]
         reach = rate * (end - start) >= left
-        self.iso_finish[idx[reach]] = start + left[reach] / rate[reach]
         self.iso_steps[idx] += rate * (end - start)
+        if reach.any():
+            self.iso_finish[idx[reach]] = start + left[reach] / rate[reach]
+            self._iso_jobs = idx[~reach]
 
     def close_isolated(self, now: float, workload: Workload) -> None:
         """Finished jobs whose isolated run is still going finish it alone on the cluster."""

@@ -12,6 +12,7 @@ several servers. A job type missing under a worker type cannot run there (rate 0
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import os
@@ -112,19 +113,23 @@ class ThroughputTable:
 
 def parse_key(text: str, where: str) -> JobKey:
     """``"('ResNet-18 (batch size 16)', 1)"`` -> ``('ResNet-18 (batch size 16)', 1)``."""
+    value = _literal_key(text)
+    if value is None:
+        raise ThroughputTableError(f"{where}: job key {text!r} is not of the form ('<model>', <scale>)")
+    return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal_key(text: str) -> JobKey | None:
+    """The key in ``text``, or None (memoized: a table repeats every key once per pair)."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        value = None
-    if (
-        not isinstance(value, tuple)
-        or len(value) != 2
-        or not isinstance(value[0], str)
-        or not isinstance(value[1], int)
-        or value[1] < 1
-    ):
-        raise ThroughputTableError(f"{where}: job key {text!r} is not of the form ('<model>', <scale>)")
-    return value
+        return None
+    if (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+            and isinstance(value[1], int) and value[1] >= 1):
+        return value
+    return None
 
 
 def _rate(value, where: str) -> float:
