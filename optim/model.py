@@ -278,10 +278,21 @@ def _block_triplets(mat: MatrixLike, nrows: int, block: VarBlock, where: str) ->
 
 
 def _broadcast(value, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """A fresh, flat float array of ``value`` broadcast to ``shape``."""
+    if isinstance(value, (int, float)):
+        return np.full(math.prod(shape), float(value))
     try:
-        return np.broadcast_to(np.asarray(value, dtype=float), shape).reshape(-1)
+        return np.broadcast_to(np.asarray(value, dtype=float), shape).reshape(-1).copy()
     except ValueError as exc:
         raise ModelError(f"{what}: cannot broadcast to shape {shape}") from exc
+
+
+def _check_sides(lo: np.ndarray, hi: np.ndarray, what: str, side: str) -> None:
+    """``lo <= hi`` everywhere, neither NaN (one pass when all is well)."""
+    if not (lo <= hi).all():
+        if np.isnan(lo).any() or np.isnan(hi).any():
+            raise ModelError(f"{what}: NaN {side}")
+        raise ModelError(f"{what}: lower {side} above upper {side}")
 
 
 @dataclass
@@ -365,15 +376,12 @@ class Model:
             raise ModelError(f"variable block {name!r}: negative shape {shape}")
         vtype = VarType(vtype)
         block = VarBlock(name, self._num_vars, shape, vtype)
-        lo = _broadcast(lb, shape, f"lower bound of {name!r}").copy()
-        hi = _broadcast(ub, shape, f"upper bound of {name!r}").copy()
+        lo = _broadcast(lb, shape, f"lower bound of {name!r}")
+        hi = _broadcast(ub, shape, f"upper bound of {name!r}")
         if vtype is VarType.BINARY:
             lo = np.maximum(lo, 0.0)
             hi = np.minimum(hi, 1.0)
-        if np.isnan(lo).any() or np.isnan(hi).any():
-            raise ModelError(f"variable block {name!r}: NaN bound")
-        if (lo > hi).any():
-            raise ModelError(f"variable block {name!r}: lower bound above upper bound")
+        _check_sides(lo, hi, f"variable block {name!r}", "bound")
         self._blocks[name] = block
         self._lbs.append(lo)
         self._ubs.append(hi)
@@ -399,12 +407,9 @@ class Model:
             raise ModelError(f"row block {name!r} has no terms")
         nrows = _infer_rows(next(iter(terms.values())))
         rows, cols, vals = self._triplets(terms, nrows, f"row block {name!r}")
-        lo_arr = _broadcast(lo, (nrows,), f"row block {name!r} lower side").astype(float)
-        hi_arr = _broadcast(hi, (nrows,), f"row block {name!r} upper side").astype(float)
-        if np.isnan(lo_arr).any() or np.isnan(hi_arr).any():
-            raise ModelError(f"row block {name!r}: NaN row bound")
-        if (lo_arr > hi_arr).any():
-            raise ModelError(f"row block {name!r}: lower side above upper side")
+        lo_arr = _broadcast(lo, (nrows,), f"row block {name!r} lower side")
+        hi_arr = _broadcast(hi, (nrows,), f"row block {name!r} upper side")
+        _check_sides(lo_arr, hi_arr, f"row block {name!r}", "side")
         self._rows[name] = _RowBlock(
             name, self._num_rows, nrows, rows + self._num_rows, cols, vals, lo_arr, hi_arr
         )
@@ -568,15 +573,20 @@ class Model:
 
     def _triplets(self, terms: Mapping[VarBlock, MatrixLike], nrows: int, where: str) -> Triplets:
         """(row, column, value) triplets of ``sum_b terms[b] @ x_b``, ``nrows`` rows."""
-        parts = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
+        rows, cols, vals = [], [], []
         for block, mat in terms.items():
             self._check_block(block, where)
             row, col, val = _block_triplets(mat, nrows, block, where)
-            parts.append((row, col + block.start, val))
-        rows, cols, vals = (np.concatenate(p) for p in zip(*parts))
+            rows.append(row)
+            cols.append(col + block.start)
+            vals.append(val)
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+        rows, cols = np.concatenate(rows).astype(np.int64, copy=False), np.concatenate(cols).astype(np.int64, copy=False)
+        vals = np.concatenate(vals).astype(float, copy=False)
         if not np.isfinite(vals).all():
             raise ModelError(f"{where}: non-finite coefficient")
-        return rows.astype(np.int64), cols.astype(np.int64), vals.astype(float)
+        return rows, cols, vals
 
     def _check_block(self, block: VarBlock, where: str) -> None:
         if self._blocks.get(block.name) != block:

@@ -35,6 +35,7 @@ class Mechanism:
         self.skip_zero_priority = skip_zero_priority
         self.worker_time = np.zeros(self.capacities.shape[0])
         self.last_reset = 0.0
+        self._ranks: dict[tuple[int, ...], np.ndarray] = {}
 
     def reset_due(self, now: float) -> bool:
         """The reset interval has passed, or the last reset was at time 0 (Gavel treats a
@@ -79,8 +80,9 @@ class Mechanism:
         if self.skip_zero_priority:
             ok &= prio > 0
         k, j = np.nonzero(ok)
-        rank = np.empty(len(type_order), dtype=np.int64)
-        rank[type_order] = np.arange(len(type_order))
+        rank = self._ranks.get(tuple(type_order))
+        if rank is None:
+            rank = self._ranks[tuple(type_order)] = np.argsort(type_order)
         alloc = np.where(c.in_alloc[rows[k]], c.alloc[rows[k], j], 0.0)
         order = np.lexsort((k, -alloc, -c.deficit[rows[k], j], -prio[k, j], rank[j]))
         cand, cand_type = k[order].tolist(), j[order]

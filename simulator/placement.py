@@ -29,6 +29,7 @@ class Placement:
     def __init__(self, capacities: np.ndarray, gpus_per_server: np.ndarray):
         self.capacities = np.asarray(capacities, dtype=np.int64)
         self.per_server = np.minimum(np.asarray(gpus_per_server, dtype=np.int64), self.capacities)
+        self.single_gpu_servers = bool((self.per_server == 1).all())
         self.previous: dict[int, tuple[int, tuple[int, ...]]] = {}
 
     def place(self, rows: np.ndarray, types: np.ndarray, scale: np.ndarray) -> Placed:
@@ -38,18 +39,23 @@ class Placement:
         gpus: list[tuple[int, ...]] = [()] * k
         extended = [False] * k
         rows_l, types_l, scale_l = rows.tolist(), types.tolist(), scale.tolist()
-        for j in sorted(set(types_l)):
+        groups: dict[int, dict[int, list[int]]] = {}
+        for i in range(k):
+            groups.setdefault(types_l[i], {}).setdefault(scale_l[i], []).append(i)
+        previous = self.previous
+        for j in sorted(groups):
             per, width = int(self.per_server[j]), int(self.capacities[j])
-            mine = [i for i in range(k) if types_l[i] == j]
             used: set[int] = set()
-            for s in sorted({scale_l[i] for i in mine}, reverse=True):
-                group = [i for i in mine if scale_l[i] == s]
-                for i in group:
-                    prev = self.previous.get(rows_l[i])
+            by_scale = groups[j]
+            for s in sorted(by_scale, reverse=True):
+                rest = []
+                for i in by_scale[s]:
+                    prev = previous.get(rows_l[i])
                     if prev is not None and prev[0] == j and len(prev[1]) == s and used.isdisjoint(prev[1]):
                         gpus[i], extended[i] = prev[1], True
                         used.update(prev[1])
-                rest = [i for i in group if not extended[i]]
+                    else:
+                        rest.append(i)
                 if not rest:
                     continue
                 if per == 1:
@@ -63,10 +69,13 @@ class Placement:
                     for i in rest:
                         gpus[i] = self._take(mask, s, per)
                     used.update(np.flatnonzero(~mask).tolist())
-        self.previous = {rows_l[i]: (types_l[i], gpus[i]) for i in range(k)}
-        per_server = self.per_server[types].tolist()
-        servers = np.array([len({g // p for g in gs}) if p > 1 else len(gs) for gs, p in zip(gpus, per_server)],
-                           dtype=np.int64)
+        self.previous = dict(zip(rows_l, zip(types_l, gpus)))
+        if self.single_gpu_servers:
+            servers = np.asarray(scale, dtype=np.int64)
+        else:
+            per_server = self.per_server[types].tolist()
+            servers = np.array([len({g // p for g in gs}) if p > 1 else len(gs) for gs, p in zip(gpus, per_server)],
+                               dtype=np.int64)
         return Placed(gpus, np.array(extended, dtype=bool), servers)
 
     @staticmethod

@@ -191,7 +191,9 @@ def table_from_gavel_dict(raw, src: str = "<memory>") -> ThroughputTable:
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise ThroughputTableError(f"{pw}: expected a pair [own, other] of rates")
                 a, b = index[key], index[other]
-                rates = pair_rates.setdefault((a, b), np.full((n, 2), np.nan))
+                rates = pair_rates.get((a, b))
+                if rates is None:
+                    rates = pair_rates[(a, b)] = np.full((n, 2), np.nan)
                 rates[j] = (_rate(pair[0], pw), _rate(pair[1], pw))
         for key, rec in entries.get(wtype + UNCONSOLIDATED, {}).items():
             if key in index:
