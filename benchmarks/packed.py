@@ -22,7 +22,13 @@ import pandas as pd
 from formulations import max_min_fairness
 from optim import solve
 from optim.column_generation import solve_by_column_generation
-from simulator import build_problem, example_table, parse_cluster, read_gavel_json, sample_jobs
+from simulator import (
+    build_problem,
+    example_table,
+    parse_cluster,
+    read_gavel_json,
+    sample_jobs,
+)
 from simulator.files import write_atomically
 
 

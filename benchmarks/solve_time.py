@@ -18,7 +18,13 @@ import pandas as pd
 
 from formulations import max_min_fairness
 from optim import Status, available_backends, solve
-from simulator import build_problem, example_table, parse_cluster, read_gavel_json, sample_jobs
+from simulator import (
+    build_problem,
+    example_table,
+    parse_cluster,
+    read_gavel_json,
+    sample_jobs,
+)
 from simulator.files import write_atomically
 
 FORMULATIONS = {

@@ -20,7 +20,11 @@ _HOME = {
     "simulate": "simulator.simulate",
 }
 
-__all__ = sorted(_HOME)
+__all__ = [
+    "POLICIES", "Allocation", "AllocationProblem", "Model", "Policy", "Result", "SolveOptions",
+    "Status", "allocation_violations", "build_problem", "example_table", "make_policy",
+    "parse_cluster", "read_gavel_json", "read_jobs_csv", "sample_jobs", "simulate", "solve",
+]
 
 
 def __getattr__(name: str):

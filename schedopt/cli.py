@@ -31,7 +31,8 @@ from simulator import (
 from simulator.engine import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
 from simulator.reports import allocation_frame, check_output_path, write_allocation
-from simulator.simulate import EXAMPLE, default_solver, simulate as run_simulation
+from simulator.simulate import EXAMPLE, default_solver
+from simulator.simulate import simulate as run_simulation
 from simulator.traces import write_trace
 
 app = typer.Typer(
@@ -279,7 +280,13 @@ class _progress_bar:
             return None
         import time
 
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         self._bar = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
                              TextColumn("jobs  t={task.fields[t]}  solves={task.fields[solves]}"),
@@ -319,9 +326,9 @@ def _print_summary(summary: dict) -> None:
         ("lease-extension rate", f"{summary['lease_extension_rate']:.1%}"),
         ("preemptions", str(summary["preemptions"])),
         ("allocation solves", str(summary["solves"])),
-        ("solver time p50 / p99 / total", f"{summary['solver_seconds_p50'] * 1e3:.1f} ms / "
-                                          f"{summary['solver_seconds_p99'] * 1e3:.1f} ms / "
-                                          f"{summary['solver_seconds_total']:.2f} s"),
+        ("solver time p50 / p99 / total", (f"{summary['solver_seconds_p50'] * 1e3:.1f} ms / "
+                                           f"{summary['solver_seconds_p99'] * 1e3:.1f} ms / "
+                                           f"{summary['solver_seconds_total']:.2f} s")),
     ]
     for name, value in rows:
         table.add_row(name, value)
