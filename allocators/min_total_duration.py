@@ -2,18 +2,57 @@
 
 from __future__ import annotations
 
-from formulations import Allocation, AllocationProblem, min_total_duration
+from formulations import Allocation, AllocationProblem, ProblemError, combinations, min_total_duration
+from optim import SolveOptions, Status, solve
 
 from .base import Policy, ProgramClass
 
+#: Gavel's search: T in [100 s, 1e6 s], halved until hi <= 1.05 lo, the range moved up
+#: tenfold while no T is feasible (we give up past 1e12 s).
+FIRST_RANGE = (100.0, 1e6)
+RATIO = 1.05
+LAST_UPPER = 1e12
+
 
 class MinTotalDuration(Policy):
+    """``gavel_compat=True`` reproduces the published policy's search instead of the exact
+    LP: bisection on the makespan T over feasibility programs (constant objective), keeping
+    the interior point of the last feasible T. Its makespan is up to 5% above the optimum,
+    and the allocation differs (an interior point of the feasible set, not an optimum)."""
+
     program = ProgramClass.LP
     variant: min_total_duration.Variant
+    supports_gavel_compat = True
+
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, gavel_compat: bool = False):
+        super().__init__(solver, options)
+        self.gavel_compat = gavel_compat
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
+        if self.gavel_compat:
+            return self._bisect(problem)
         model = min_total_duration.build(problem, self.variant)
         return min_total_duration.decode(problem, model, self._solve(model, problem), self.name, self.variant)
+
+    def _bisect(self, problem: AllocationProblem) -> Allocation:
+        lo, hi = FIRST_RANGE
+        best = None
+        while best is None:
+            if hi > LAST_UPPER:
+                raise ProblemError(f"{self.name}: no makespan below {LAST_UPPER:.0e} s is feasible")
+            while RATIO * lo < hi:
+                deadline = (lo + hi) / 2.0
+                model = min_total_duration.build_deadline(problem, self.variant, deadline)
+                result = solve(model, self.solver, self.options)
+                if result.status is Status.OPTIMAL:
+                    best, hi = (model, result, deadline), deadline
+                else:
+                    lo = deadline
+            lo, hi = hi, hi * 10.0
+        model, result, deadline = best
+        allocation = combinations.decode(problem, model, result, self.name, objective=deadline)
+        allocation.notes.append(f"gavel_compat: makespan bisection, last feasible T = {deadline:.1f} s")
+        return allocation
 
 
 class MinTotalDurationAgnostic(MinTotalDuration):

@@ -42,10 +42,13 @@ class Combinations:
     def num_combinations(self) -> int:
         return int(self.scale.shape[0])
 
-    def add_allocation(self, model: Model, name: str = "x") -> VarBlock:
-        """The variables ``x`` (C, n) with the base rows."""
+    def add_allocation(self, model: Model, name: str = "x", unit_bounds: bool = True) -> VarBlock:
+        """The variables ``x`` (C, n) with the base rows. Without ``unit_bounds`` a runnable
+        cell is bounded only by the time budget (as Gavel's programs state it), which
+        changes the interior point an interior-point solver returns, not the feasible set."""
         C, n = self.num_combinations, self.problem.num_types
-        x = model.add_variables(name, (C, n), lb=0.0, ub=self.runnable.astype(float))
+        ub = np.where(self.runnable, 1.0 if unit_bounds else np.inf, 0.0)
+        x = model.add_variables(name, (C, n), lb=0.0, ub=ub)
         capacity = sp.csr_matrix((np.tile(self.scale.astype(float), n), _cells(n, np.arange(C)).reshape(C, n).T.ravel(),
                                   np.arange(0, n * C + 1, C)), shape=(n, C * n))
         model.add_rows("capacity", {x: capacity}, hi=self.problem.capacities)

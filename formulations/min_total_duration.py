@@ -8,6 +8,11 @@ of ``1 / S``, S = the longest time any job needs alone at its best rate (a makes
 bound), so the LP's u is O(1) and the makespan is S / u. Variants: "perf" (measured rates), "agnostic" (the reference-type
 rate on every type, see :mod:`formulations.rates`), "packed" (plus co-located pairs).
 The allocation's objective is the makespan 1/u in seconds.
+
+The published Gavel policy instead bisects on the makespan T over the feasibility
+programs of :func:`build_deadline` (every job done within T, constant objective) and
+keeps the solution of the last feasible T; :mod:`allocators.min_total_duration` does the
+same with ``gavel_compat``.
 """
 
 from __future__ import annotations
@@ -48,6 +53,19 @@ def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
     S = time_scale(problem, variant)
     model.add_rows("finish", {x: combos.throughput_map(S / R), u: -np.ones((problem.num_jobs, 1))}, lo=0.0)
     model.set_objective({u: 1.0}, sense="max")
+    return model
+
+
+def build_deadline(problem: AllocationProblem, variant: Variant, deadline: float) -> Model:
+    """Feasibility program: ``thr_i(x) T / R_i >= 1`` for every job (rows of order 1, so
+    absolute tolerances stay relative), base rows with x bounded only by the time budget,
+    constant objective (Gavel's bisection step)."""
+    R = problem.require("remaining_steps", f"min_total_duration[{variant}]")
+    combos = space(problem, variant)
+    model = Model(f"min_total_duration[{variant}] within {deadline:.6g} s")
+    x = combos.add_allocation(model, unit_bounds=False)
+    model.add_rows("finish", {x: combos.throughput_map(deadline / R)}, lo=1.0)
+    model.set_objective({x: 0.0}, sense="max")
     return model
 
 

@@ -179,15 +179,12 @@ def test_column_generation_equals_the_full_lp(problem):
 
 
 def _makespan_by_bisection(problem: AllocationProblem) -> float:
-    """Reference: bisect on M over LP feasibility of thr_i M / R_i >= 1 (Gavel's way)."""
+    """Reference: bisect on T over the feasibility programs (Gavel's way), to 1e-7."""
     R = problem.remaining_steps
     lo, hi = 0.0, float((R / problem.throughputs.max(axis=1)).max()) * problem.num_jobs * 10
-    for _ in range(80):
+    while hi - lo > 1e-7 * hi:
         mid = 0.5 * (lo + hi)
-        model = Model("feasible")
-        combos = min_total_duration.space(problem, "perf")
-        x = combos.add_allocation(model)
-        model.add_rows("finish", {x: combos.throughput_map(mid / R)}, lo=1.0)
+        model = min_total_duration.build_deadline(problem, "perf", mid)
         if solve(model, "highs").status is Status.OPTIMAL:
             hi = mid
         else:
@@ -201,6 +198,21 @@ def test_makespan_lp_equals_bisection(problem):
     problem = with_steps(problem, np.random.default_rng(problem.num_jobs))
     lp = make_policy("min_total_duration_perf").allocate(problem).objective
     assert lp == pytest.approx(_makespan_by_bisection(problem), rel=1e-5)
+
+
+@given(rich_problems(max_jobs=5))
+@settings(max_examples=8)
+def test_gavel_compat_makespan_search_stays_within_five_percent(problem):
+    """Gavel's search from [100 s, 1e6 s] stops when hi <= 1.05 lo: its T is feasible and
+    at most 5% above the optimum (or 105 s); every job then finishes within T."""
+    for name in ("min_total_duration", "min_total_duration_perf", "min_total_duration_packed"):
+        exact = make_policy(name, "clarabel").allocate(problem).objective
+        compat = make_policy(name, "clarabel", gavel_compat=True).allocate(problem)
+        assert exact * (1 - 1e-6) <= compat.objective <= max(exact, 100.0) * 1.05 * (1 + 1e-6), name
+        assert not allocation_violations(compat)
+        if name == "min_total_duration_perf":
+            done_within = problem.remaining_steps / compat.effective_throughput()
+            assert (done_within <= compat.objective * (1 + 1e-5)).all()
 
 
 @pytest.mark.skipif(not CONIC, reason="no backend with SOC cones installed")
