@@ -25,7 +25,7 @@ from formulations import (
     allocation_violations,
 )
 
-NON_PREEMPTIVE = (Fifo, FifoPerf, FifoPacked, AlloX)
+NON_PREEMPTIVE = (Fifo, AlloX)
 
 
 def tiny(T, caps=(1, 1), scales=None, ages=None, remaining=None, pairs=None) -> AllocationProblem:
@@ -187,12 +187,20 @@ def test_allox_matches_jobs_to_positions():
 
 # --- state ----------------------------------------------------------------------------------
 
-def test_fifo_keeps_a_jobs_type_across_calls():
-    # A (older) takes t1 (its fastest), B the remaining t0; after A leaves B stays on t0
+def test_fifo_perf_places_every_job_afresh_on_each_call():
+    # A (older) takes t1 (its fastest), B the remaining t0; after A leaves B moves to t1,
+    # as in the published policy
     problem = tiny([[1, 2], [1, 3]], ages=[10, 5])
     policy = FifoPerf()
     np.testing.assert_array_equal(policy.allocate(problem).x, [[0, 1], [1, 0]])
-    np.testing.assert_array_equal(policy.allocate(subset(problem, [1])).x, [[1, 0]])
+    np.testing.assert_array_equal(policy.allocate(subset(problem, [1])).x, [[0, 1]])
+
+
+def test_fifo_keeps_a_jobs_type_across_calls():
+    problem = tiny([[1, 2], [1, 3]], ages=[10, 5])
+    policy = Fifo(seed=3)
+    first = policy.allocate(problem).x
+    np.testing.assert_array_equal(policy.allocate(subset(problem, [1])).x, first[1:])
 
 
 def test_allox_does_not_preempt():

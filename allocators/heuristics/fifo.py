@@ -1,9 +1,10 @@
 """FIFO baselines: ``fifo`` (random type), ``fifo_perf`` (fastest type), ``fifo_packed``.
 
 Jobs are served in arrival order (longest waiting first, ties by job id). Each takes a whole
-worker type slot: allocation 1.0 on one type with s_i GPUs still free, kept until the job
-leaves the problem (non-preemptive). On every call the running jobs are re-placed first,
-then waiting jobs start in order. As in Gavel the queue is strict: the first waiting job
+worker type slot: allocation 1.0 on one type with s_i GPUs still free. ``fifo`` keeps a
+job's type until it leaves (non-preemptive: running jobs are re-placed first, then waiting
+jobs start in order); ``fifo_perf`` and ``fifo_packed`` place every job afresh on each
+call, as the published policies do. As in Gavel the queue is strict: the first waiting job
 that finds no type blocks every job behind it (no backfilling).
 """
 
@@ -88,12 +89,26 @@ class Fifo(_Fifo):
 
 
 class FifoPerf(_Fifo):
-    """Heterogeneity-aware FIFO: the fastest type (largest T_ij; ties: first type) with room."""
+    """Heterogeneity-aware FIFO: the fastest type (largest T_ij; ties: first type) with room.
+
+    As in the published policy, every call places all jobs afresh in arrival order: a
+    running job moves to a faster type that an earlier job has left (and ``fifo_packed``
+    re-forms its pairs), rather than keeping its first type until it finishes."""
 
     name = "fifo_perf"
 
     def _choose(self, problem: AllocationProblem, i: int, options: np.ndarray) -> int:
         return int(options[np.argmax(problem.throughputs[i, options])])
+
+    def _resume(self, problem: AllocationProblem) -> Placement:
+        self._placed.clear()
+        self._partners.clear()
+        return resume(problem, arrival_order(problem), self._placed, self._partners)
+
+    def allocate(self, problem: AllocationProblem) -> Allocation:
+        placement = self._resume(problem)
+        self._start(problem, placement)
+        return self._allocation(problem, placement.x, placement.notes, placement.pair_x)
 
 
 class FifoPacked(FifoPerf):
@@ -103,8 +118,7 @@ class FifoPacked(FifoPerf):
     ``packing_threshold``. Each waiting job picks the running job with the highest such
     gain (ties: the earlier row); a running job takes at most one partner (the pair's
     allocation 1.0 replaces its single one). The first waiting job with no partner ends
-    packing (strict FIFO). Pairs persist across calls; when one member leaves, the other
-    keeps the type alone.
+    packing (strict FIFO).
     """
 
     name = "fifo_packed"
@@ -116,7 +130,7 @@ class FifoPacked(FifoPerf):
         self.packing_threshold = packing_threshold
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
-        placement = resume(problem, arrival_order(problem), self._placed, self._partners)
+        placement = self._resume(problem)
         queue = self._start(problem, placement)
         if not len(problem.job_pairs()):
             placement.notes.append("no candidate pairs in the problem: no packing (as fifo_perf)")
