@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from optim import Model, Result, VarBlock
+from optim import CsrArrays, Model, Result, VarBlock
 
 from .problem import Allocation, AllocationProblem
 from .rates import pair_runnable, runnable
@@ -33,7 +33,7 @@ class Combinations:
     ``problem.pairs`` in order (packed spaces only)."""
 
     problem: AllocationProblem
-    incidence: sp.csr_matrix
+    incidence: CsrArrays
     rates: sp.csr_matrix
     scale: np.ndarray
     runnable: np.ndarray
@@ -49,11 +49,11 @@ class Combinations:
         C, n = self.num_combinations, self.problem.num_types
         ub = np.where(self.runnable, 1.0 if unit_bounds else np.inf, 0.0)
         x = model.add_variables(name, (C, n), lb=0.0, ub=ub)
-        capacity = sp.csr_matrix((np.tile(self.scale.astype(float), n), _cells(n, np.arange(C)).reshape(C, n).T.ravel(),
-                                  np.arange(0, n * C + 1, C)), shape=(n, C * n))
+        capacity = CsrArrays(np.tile(self.scale.astype(float), n), _cells(n, np.arange(C)).reshape(C, n).T.ravel(),
+                             np.arange(0, n * C + 1, C), (n, C * n))
         model.add_rows("capacity", {x: capacity}, hi=self.problem.capacities)
         inc = self.incidence
-        per_type = sp.csr_matrix((np.repeat(inc.data, n), _cells(n, inc.indices), inc.indptr * n), shape=(inc.shape[0], C * n))
+        per_type = CsrArrays(np.repeat(inc.data, n), _cells(n, inc.indices), inc.indptr * n, (inc.shape[0], C * n))
         model.add_rows("time_budget", {x: per_type}, hi=1.0)
         return x
 
@@ -122,7 +122,7 @@ def singles(problem: AllocationProblem, throughputs: np.ndarray | None = None) -
     keep = T > 0
     rates = sp.csr_matrix((T[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep.sum(axis=1))])),
                           shape=(m, m * n))
-    identity = sp.csr_matrix((np.ones(m), np.arange(m), np.arange(m + 1)), shape=(m, m))
+    identity = CsrArrays(np.ones(m), np.arange(m), np.arange(m + 1), (m, m))
     return Combinations(problem, identity, rates, problem.scale_factors.copy(), runnable(problem))
 
 
@@ -133,9 +133,9 @@ def packed(problem: AllocationProblem) -> Combinations:
     P, C = len(pairs), m + len(pairs)
     T = problem.throughputs
     pair_cols = np.arange(m, C)
-    incidence = sp.csr_matrix(
+    incidence = CsrArrays.of(sp.csr_matrix(
         (np.ones(m + 2 * P), (np.concatenate([np.arange(m), pairs.first, pairs.second]),
-                              np.concatenate([np.arange(m), pair_cols, pair_cols]))), shape=(m, C))
+                              np.concatenate([np.arange(m), pair_cols, pair_cols]))), shape=(m, C)))
     rows = np.concatenate([np.repeat(np.arange(m), n), np.repeat(pairs.first, n), np.repeat(pairs.second, n)])
     cols = np.concatenate([_cells(n, np.arange(m)), _cells(n, pair_cols), _cells(n, pair_cols)])
     vals = np.concatenate([T.reshape(-1), pairs.rates[:, :, 0].reshape(-1), pairs.rates[:, :, 1].reshape(-1)])

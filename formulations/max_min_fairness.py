@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
-from optim import Model, Result
+from optim import CsrArrays, Model, Result
 
 from . import combinations
 from .combinations import Combinations
@@ -59,7 +59,7 @@ def space(problem: AllocationProblem, variant: Variant) -> Combinations:
 def add_max_min(model: Model, x, share: sp.csr_matrix) -> None:
     """``maximize z  s.t.  z <= (share vec(x))_i`` for every row i of ``share``."""
     z = model.add_variables("z", 1, lb=-np.inf)
-    model.add_rows("fairness", {z: np.ones((share.shape[0], 1)), x: -share}, hi=0.0)
+    model.add_rows("fairness", {z: np.ones((share.shape[0], 1)), x: CsrArrays.of(share, -1.0)}, hi=0.0)
     model.set_objective({z: 1.0}, sense="max")
 
 

@@ -25,9 +25,10 @@ from .model import CanonicalModel, HyperbolicCones, LogTerms, Model, VarBlock, V
 from .options import SolveOptions
 from .result import Result, Status, Timings
 from .solve import backends_with, solve
+from .sparse import CsrArrays
 
 __all__ = [
-    "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate",
+    "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate", "CsrArrays",
     "HyperbolicCones", "LicenseLimitError", "LogTerms", "Model", "ModelError", "OptimError", "Result",
     "SolveOptions", "SolverFailedError", "Status", "Timings", "UnknownBackendError", "VarBlock",
     "VarType", "all_backends", "available_backends", "backends_with", "get_backend",

@@ -29,10 +29,10 @@ import scipy.sparse as sp
 
 from .capabilities import Capability
 from .errors import ModelError
-from .sparse import csc_from_triplets
+from .sparse import CsrArrays, csc_from_triplets
 
 Sense = Literal["min", "max"]
-MatrixLike = np.ndarray | sp.spmatrix | sp.sparray | float | int
+MatrixLike = np.ndarray | sp.spmatrix | sp.sparray | CsrArrays | float | int
 
 
 class VarType(str, Enum):
@@ -253,7 +253,10 @@ def _block_triplets(mat: MatrixLike, nrows: int, block: VarBlock, where: str) ->
         if nrows != 1:
             raise ModelError(f"{where}: a scalar coefficient needs a single row, got {nrows}")
         mat = np.full((1, block.size), float(mat))
-    if sp.issparse(mat):
+    if isinstance(mat, CsrArrays):
+        shape = mat.shape
+        row, col, val = mat.rows(), mat.indices, mat.data
+    elif sp.issparse(mat):
         shape = mat.shape
         if mat.format == "csr":
             row, col, val = np.repeat(np.arange(shape[0]), np.diff(mat.indptr)), mat.indices, mat.data
@@ -596,5 +599,5 @@ class Model:
 def _infer_rows(mat: MatrixLike) -> int:
     if np.isscalar(mat):
         return 1
-    shape = mat.shape if sp.issparse(mat) else np.shape(mat)
+    shape = mat.shape if isinstance(mat, CsrArrays) or sp.issparse(mat) else np.shape(mat)
     return 1 if len(shape) == 1 else int(shape[0])

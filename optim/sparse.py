@@ -7,8 +7,32 @@ helpers do the same work with a handful of numpy calls.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
+
+
+class CsrArrays(NamedTuple):
+    """A CSR matrix as bare arrays, accepted wherever the model takes coefficients: row i
+    holds ``data[indptr[i]:indptr[i+1]]`` in columns ``indices[...]``. Building one costs
+    nothing; a scipy matrix checks its index arrays on construction."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+    @classmethod
+    def of(cls, matrix: sp.csr_matrix, scale: float = 1.0) -> CsrArrays:
+        """``scale * matrix`` of a scipy sparse matrix (converted to CSR if it is not)."""
+        if matrix.format != "csr":
+            matrix = matrix.tocsr()
+        return cls(matrix.data * scale, matrix.indices, matrix.indptr, matrix.shape)
+
+    def rows(self) -> np.ndarray:
+        """The row index of every stored entry."""
+        return np.repeat(np.arange(self.shape[0]), np.diff(self.indptr))
 
 
 def csc_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]) -> sp.csc_matrix:

@@ -29,6 +29,7 @@ class Combos:
         self.alloc = np.zeros((capacity, num_types))
         self.in_alloc = np.zeros(capacity, dtype=bool)
         self._live: np.ndarray | None = None
+        self.version = 0
 
     def add(self, members: np.ndarray, rates: np.ndarray, scale: int, time: float) -> np.ndarray:
         """Append rows (``members`` (k, 2), ``rates`` (k, n, 2), each on ``scale`` GPUs) with
@@ -53,8 +54,13 @@ class Combos:
         self.alive[rows] = True
         self.time[rows] = time
         self.size += k
-        self._live = None
+        self.changed()
         return rows
+
+    def changed(self) -> None:
+        """Rows, allocations or deficits changed: views cached from them are stale."""
+        self._live = None
+        self.version += 1
 
     def live(self) -> np.ndarray:
         """Indices of live rows, in insertion order (cached until rows are added or killed)."""
@@ -72,7 +78,7 @@ class Combos:
         gone[jobs] = True
         hit = live[gone[self.members[live, 0]] | gone[self.members[live, 1]]]
         self.alive[hit] = False
-        self._live = None
+        self.changed()
         return hit
 
 

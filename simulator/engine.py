@@ -233,6 +233,7 @@ class Engine:
         live = c.live()
         c.alloc[live] = 0.0
         c.in_alloc[live] = True
+        c.changed()
         if jobs.size == 0:
             return
         try:
@@ -247,6 +248,7 @@ class Engine:
         c.alloc[single_row[jobs]] = allocation.x
         if allocation.pair_x is not None and pair_rows.size:
             c.alloc[pair_rows] = allocation.pair_x
+        c.changed()
 
     def _dispatch(self, now: float, previous: _Round, rec: RunRecord) -> _Round:
         c, w, cfg, tr = self.combos, self.w, self.config, self.w.trace

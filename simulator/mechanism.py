@@ -18,6 +18,8 @@ the time every finished round ran (once per combination, not per GPU).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .combos import Combos
@@ -36,6 +38,7 @@ class Mechanism:
         self.worker_time = np.zeros(self.capacities.shape[0])
         self.last_reset = 0.0
         self._ranks: dict[tuple[int, ...], np.ndarray] = {}
+        self._cached: tuple[np.ndarray, int, _Candidates] | None = None
 
     def reset_due(self, now: float) -> bool:
         """The reset interval has passed, or the last reset was at time 0 (Gavel treats a
@@ -51,21 +54,21 @@ class Mechanism:
         c.time[rows] = self.half_round
         self.worker_time[:] = self.half_round * rows.size
         self.last_reset = now
+        c.changed()
 
     def credit(self, rows: np.ndarray, types: np.ndarray, seconds: np.ndarray) -> None:
         """Rows ``rows`` (distinct) ran ``seconds`` on ``types`` in the round that just ended."""
         self.combos.time[rows, types] += seconds
         self.worker_time += np.bincount(types, weights=seconds, minlength=self.worker_time.size)
 
-    def priorities(self, rows: np.ndarray) -> np.ndarray:
-        """(k, n) priorities of ``rows``."""
-        c = self.combos
-        alloc = c.alloc[rows]
-        wt = self.worker_time
-        share = np.divide(c.time[rows], wt, out=np.zeros(alloc.shape), where=wt > 0)
-        prio = np.divide(alloc, share, out=alloc * NEW_JOB_PRIORITY, where=share > 0)
-        prio[~(c.in_alloc[rows, None] & (alloc != 0) & c.can_run[rows])] = 0.0
-        return prio
+    def _candidates(self, rows: np.ndarray) -> _Candidates:
+        """The (row, type) pairs the walk may take, with everything about them that changes
+        only when rows come or go, the allocation changes or a reset folds deficits."""
+        cached = self._cached
+        if cached is None or cached[0] is not rows or cached[1] != self.combos.version:
+            cached = self._cached = (rows, self.combos.version,
+                                     _Candidates.build(self.combos, rows, self.capacities, self.skip_zero_priority))
+        return cached[2]
 
     def select(self, rows: np.ndarray, type_order: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Rows to run next round and their types (see the module doc).
@@ -74,32 +77,29 @@ class Mechanism:
         ``type_order``, priority, deficit, allocation, row); the walk then takes rows type by
         type and stops on a type once it is full."""
         c = self.combos
-        prio = self.priorities(rows)
-        scale = c.scale[rows]
-        ok = c.can_run[rows] & (scale[:, None] <= self.capacities)
-        if self.skip_zero_priority:
-            ok &= prio > 0
-        k, j = np.nonzero(ok)
+        cand = self._candidates(rows)
+        wt = self.worker_time[cand.j]
+        share = np.divide(c.time[cand.rows_k, cand.j], wt, out=np.zeros(wt.shape), where=wt > 0)
+        prio = np.divide(cand.alloc, share, out=cand.alloc * NEW_JOB_PRIORITY, where=share > 0)
         rank = self._ranks.get(tuple(type_order))
         if rank is None:
             rank = self._ranks[tuple(type_order)] = np.argsort(type_order)
-        alloc = np.where(c.in_alloc[rows[k]], c.alloc[rows[k], j], 0.0)
-        order = np.lexsort((k, -alloc, -c.deficit[rows[k], j], -prio[k, j], rank[j]))
-        cand, cand_type = k[order].tolist(), j[order]
-        ends = np.cumsum(np.bincount(rank[cand_type], minlength=len(type_order))).tolist()
-        members = c.members[rows]
-        first, second, scale_list = members[:, 0].tolist(), members[:, 1].tolist(), scale.tolist()
+        type_rank = rank[cand.j]
+        order = np.lexsort((cand.k, cand.neg_alloc, cand.neg_deficit, -prio, type_rank))
+        walk = cand.k[order].tolist()
+        ends = np.cumsum(np.bincount(type_rank, minlength=len(type_order))).tolist()
+        first, second, scale = cand.first, cand.second, cand.scale
         taken: set[int] = set()
         chosen, chosen_types = [], []
         begin = 0
         for t, end in zip(type_order, ends):
             left = int(self.capacities[t])
-            for i in cand[begin:end]:
+            for i in walk[begin:end]:
                 if left == 0:
                     break
-                if first[i] in taken or second[i] in taken or scale_list[i] > left:
+                if first[i] in taken or second[i] in taken or scale[i] > left:
                     continue
-                left -= scale_list[i]
+                left -= scale[i]
                 taken.add(first[i])
                 if second[i] >= 0:
                     taken.add(second[i])
@@ -107,3 +107,34 @@ class Mechanism:
                 chosen_types.append(t)
             begin = end
         return rows[np.asarray(chosen, dtype=np.int64)], np.asarray(chosen_types, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """Candidate k of the walk is row ``rows[k[·]]`` on type ``j[·]``: the row can run there
+    and its GPUs fit the type (and, for FIFO policies, it has an allocation there).
+    ``alloc`` is 0 where the priority is 0 (no allocation, not in the last one, or the row
+    cannot run there); ``neg_alloc`` / ``neg_deficit`` are the tie-break keys."""
+
+    k: np.ndarray
+    j: np.ndarray
+    rows_k: np.ndarray
+    alloc: np.ndarray
+    neg_alloc: np.ndarray
+    neg_deficit: np.ndarray
+    first: list[int]
+    second: list[int]
+    scale: list[int]
+
+    @classmethod
+    def build(cls, c: Combos, rows: np.ndarray, capacities: np.ndarray, skip_zero_priority: bool) -> _Candidates:
+        alloc = np.where(c.in_alloc[rows, None], c.alloc[rows], 0.0)
+        can_run = c.can_run[rows]
+        ok = can_run & (c.scale[rows, None] <= capacities)
+        if skip_zero_priority:
+            ok &= alloc > 0
+        k, j = np.nonzero(ok)
+        rows_k = rows[k]
+        members = c.members[rows]
+        return cls(k, j, rows_k, np.where(can_run[k, j], alloc[k, j], 0.0), -alloc[k, j], -c.deficit[rows_k, j],
+                   members[:, 0].tolist(), members[:, 1].tolist(), c.scale[rows].tolist())

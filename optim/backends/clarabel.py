@@ -53,11 +53,16 @@ class ClarabelBackend(Backend):
                 setattr(settings, key, value)
             n = model.num_vars
             sign = -1.0 if model.sense == "max" else 1.0
-            solver = clarabel.DefaultSolver(sp.csc_matrix((n, n)), sign * model.c, form.A, form.b, form.cones,
-                                            settings)
+            solver = clarabel.DefaultSolver(_zero_square(n), sign * model.c, form.A, form.b, form.cones, settings)
         with stopwatch(timings, "solve"):
             sol = solver.solve()
         return _read_result(sol, model, form, sign, timings, self)
+
+
+@functools.lru_cache(maxsize=64)
+def _zero_square(n: int) -> sp.csc_matrix:
+    """The (n, n) zero matrix (LPs and SOCPs have no quadratic term); Clarabel only reads it."""
+    return sp.csc_matrix((n, n))
 
 
 @functools.cache
