@@ -33,7 +33,8 @@ from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
 from simulator.reports import allocation_frame, check_output_path, write_allocation
 from simulator.simulate import EXAMPLE, default_solver
 from simulator.simulate import simulate as run_simulation
-from simulator.traces import write_trace
+from simulator.throughputs import find_gavel_table
+from simulator.traces import read_trace, write_trace
 
 app = typer.Typer(
     add_completion=False,
@@ -251,7 +252,9 @@ def simulate_command(
                               window=_window(window), gavel_compat=gavel_compat)
     table = read_gavel_json(throughputs) if throughputs else example_table()
     spec = parse_cluster(cluster or DEFAULT_CLUSTER)
-    workload = trace
+    workload = read_trace(trace) if trace is not None else None
+    if throughputs is None and workload is not None:
+        table = _table_for(workload, trace, table)
     if generated is not None:
         from simulator.generator import generate_trace
 
@@ -267,6 +270,20 @@ def simulate_command(
     if out is not None:
         for path in result.write(out):
             console.print(f"wrote {path}")
+
+
+def _table_for(workload, trace: Path, builtin):
+    """The built-in table when it knows every job type of the trace; else Gavel's table
+    found beside the trace (said on stderr); else the built-in one (the run then names the
+    first unknown job type)."""
+    known = set(builtin.keys)
+    if all((t, int(s)) in known for t, s in zip(workload.job_types, workload.scale_factors)):
+        return builtin
+    found = find_gavel_table(trace)
+    if found is None:
+        return builtin
+    err.print(f"throughputs: {found} (found near the trace; --throughputs FILE to choose another)", soft_wrap=True)
+    return read_gavel_json(found)
 
 
 class _progress_bar:

@@ -141,6 +141,23 @@ def _rate(value, where: str) -> float:
     return rate
 
 
+GAVEL_TABLE_NAME = "simulation_throughputs.json"
+
+
+def find_gavel_table(near: str | os.PathLike, levels: int = 2) -> Path | None:
+    """Gavel's ``simulation_throughputs.json`` for a trace: in the trace's folder or up to
+    ``levels`` folders above it, or in a subfolder of one of those (Gavel's own layout keeps
+    traces and the table side by side); None if there is none."""
+    folder = Path(near).resolve().parent
+    for _ in range(levels + 1):
+        hits = [folder / GAVEL_TABLE_NAME, *sorted(folder.glob(f"*/{GAVEL_TABLE_NAME}"))]
+        for hit in hits:
+            if hit.is_file():
+                return hit
+        folder = folder.parent
+    return None
+
+
 def read_gavel_json(path: str | os.PathLike) -> ThroughputTable:
     """Read a throughput table in Gavel's JSON format (errors name file and entry)."""
     path = Path(path)

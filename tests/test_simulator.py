@@ -1,6 +1,7 @@
 """The round-based simulator: fidelity to the published Gavel simulator, invariants, CLI."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -160,3 +161,19 @@ def test_cli_simulate_generate_and_write_trace(tmp_path):
                                  "--write-trace", str(trace), "--policy", "fifo_perf", "--no-progress"])
     assert result.exit_code == 0, result.output
     assert trace.read_text().count("\n") == 12
+
+
+def test_cli_simulate_finds_gavels_table_beside_the_trace(tmp_path, shared_data):
+    """Gavel's layout: a traces folder next to simulation_throughputs.json."""
+    (tmp_path / "gavel" / "traces").mkdir(parents=True)
+    trace = tmp_path / "gavel" / "traces" / "small_test.trace"
+    shutil.copy(shared_data / "gavel" / "traces" / "small_test.trace", trace)
+    args = ["simulate", "--trace", str(trace), "--cluster", "v100=4,p100=4,k80=4", "--policy", "fifo",
+            "--gavel-compat", "--no-progress"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "is not in <built-in example table>" in result.output
+    shutil.copy(shared_data / "gavel" / "simulation_throughputs.json", tmp_path / "gavel")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "simulation_throughputs.json (found near the trace" in result.output
+    assert "281.3 s" in result.output
