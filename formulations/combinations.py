@@ -6,7 +6,7 @@ program shares the base rows
 
     sum_c s_c x_cj <= W_j                (capacity of type j)
     sum_{c ∋ i} sum_j x_cj <= 1          (time budget of job i)
-    0 <= x_cj <= 1,  x_cj = 0 where c cannot run on j
+    x_cj >= 0,  x_cj = 0 where c cannot run on j     (x_cj <= 1 follows)
 
 and reads job i's throughput as the linear map ``thr_i = (E vec(x))_i`` with
 ``E[i, c·n + j]`` = job i's rate inside c on type j. Everything is a scipy.sparse block:
@@ -42,13 +42,13 @@ class Combinations:
     def num_combinations(self) -> int:
         return int(self.scale.shape[0])
 
-    def add_allocation(self, model: Model, name: str = "x", unit_bounds: bool = True) -> VarBlock:
-        """The variables ``x`` (C, n) with the base rows. Without ``unit_bounds`` a runnable
-        cell is bounded only by the time budget (as Gavel's programs state it), which
-        changes the interior point an interior-point solver returns, not the feasible set."""
+    def add_allocation(self, model: Model, name: str = "x") -> VarBlock:
+        """The variables ``x`` (C, n) with the base rows. A runnable cell has no upper bound
+        of its own: ``x <= 1`` is implied by the time budget, and leaving it out (as Gavel's
+        programs do) keeps the model smaller and moves the interior point an interior-point
+        solver returns to the one the published simulator's ECOS returned."""
         C, n = self.num_combinations, self.problem.num_types
-        ub = np.where(self.runnable, 1.0 if unit_bounds else np.inf, 0.0)
-        x = model.add_variables(name, (C, n), lb=0.0, ub=ub)
+        x = model.add_variables(name, (C, n), lb=0.0, ub=np.where(self.runnable, np.inf, 0.0))
         capacity = CsrArrays(np.tile(self.scale.astype(float), n), _cells(n, np.arange(C)).reshape(C, n).T.ravel(),
                              np.arange(0, n * C + 1, C), (n, C * n))
         model.add_rows("capacity", {x: capacity}, hi=self.problem.capacities)

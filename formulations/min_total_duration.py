@@ -58,12 +58,12 @@ def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
 
 def build_deadline(problem: AllocationProblem, variant: Variant, deadline: float) -> Model:
     """Feasibility program: ``thr_i(x) T / R_i >= 1`` for every job (rows of order 1, so
-    absolute tolerances stay relative), base rows with x bounded only by the time budget,
-    constant objective (Gavel's bisection step)."""
+    absolute tolerances stay relative), base rows, constant objective (Gavel's bisection
+    step)."""
     R = problem.require("remaining_steps", f"min_total_duration[{variant}]")
     combos = space(problem, variant)
     model = Model(f"min_total_duration[{variant}] within {deadline:.6g} s")
-    x = combos.add_allocation(model, unit_bounds=False)
+    x = combos.add_allocation(model)
     model.add_rows("finish", {x: combos.throughput_map(deadline / R)}, lo=1.0)
     model.set_objective({x: 0.0}, sense="max")
     return model

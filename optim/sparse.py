@@ -35,12 +35,14 @@ class CsrArrays(NamedTuple):
         return np.repeat(np.arange(self.shape[0]), np.diff(self.indptr))
 
 
-def csc_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]) -> sp.csc_matrix:
+def csc_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int],
+                      distinct: bool = False) -> sp.csc_matrix:
     """The canonical CSC matrix of ``sum`` of ``(row, col, value)`` triplets: entries sorted
-    by column then row, duplicates summed, zeros dropped."""
+    by column then row, duplicates summed, zeros dropped (``distinct``: the caller knows
+    there are neither, so only the sort is done)."""
     order = np.lexsort((rows, cols))
     r, c, v = rows[order], cols[order], vals[order]
-    if r.size:
+    if r.size and not distinct:
         start = np.ones(r.size, dtype=bool)
         start[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
         heads = np.flatnonzero(start)

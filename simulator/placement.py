@@ -46,18 +46,21 @@ class Placement:
         for j in sorted(groups):
             per, width = int(self.per_server[j]), int(self.capacities[j])
             used: set[int] = set()
+            fresh = False  # GPUs handed out anew on this type (last round's sets are disjoint)
             by_scale = groups[j]
             for s in sorted(by_scale, reverse=True):
                 rest = []
                 for i in by_scale[s]:
                     prev = previous.get(rows_l[i])
-                    if prev is not None and prev[0] == j and len(prev[1]) == s and used.isdisjoint(prev[1]):
+                    if (prev is not None and prev[0] == j and len(prev[1]) == s
+                            and (not fresh or used.isdisjoint(prev[1]))):
                         gpus[i], extended[i] = prev[1], True
                         used.update(prev[1])
                     else:
                         rest.append(i)
                 if not rest:
                     continue
+                fresh = True
                 if per == 1:
                     free = [g for g in range(width) if g not in used]
                     for n, i in enumerate(rest):

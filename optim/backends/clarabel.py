@@ -130,7 +130,8 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
         b.append(np.stack([h.u_offset + h.v_offset, h.u_offset - h.v_offset, 2.0 * np.sqrt(h.k)], axis=1).ravel())
         cones += [clarabel.SecondOrderConeT(3)] * h.size
         total += 3 * h.size
-    matrix = csc_from_triplets(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (total, n))
+    matrix = csc_from_triplets(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (total, n),
+                               distinct=model.hyperbolic is None and A.has_canonical_format)
     return _ConicForm(matrix, np.concatenate(b), cones, np.flatnonzero(eq), np.flatnonzero(up), np.flatnonzero(lw))
 
 
