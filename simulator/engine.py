@@ -262,12 +262,13 @@ class Engine:
         scale = c.scale[rows]
         placed = self.placement.place(rows, types, scale)
         members = c.members[rows]
-        pair = members[:, 1] >= 0
-        rate = c.rates[rows, types]
+        job_row, slot = np.nonzero(members >= 0)
+        jobs = members[job_row, slot]
+        job_type = types[job_row]
+        rate = c.rates[rows[job_row], job_type, slot]
         if cfg.unconsolidated:
-            spread = (placed.servers > 1) & ~pair
-            rate[spread, 0] = w.spread_rates[members[spread, 0], types[spread]]
-        jobs = np.where(pair[:, None], members, members[:, :1])
+            spread = ((placed.servers > 1) & (members[:, 1] < 0))[job_row]
+            rate[spread] = w.spread_rates[jobs[spread], job_type[spread]]
         overhead = 0.0
         if cfg.overhead:
             ran_before = np.zeros(w.num_jobs, dtype=bool)
@@ -275,18 +276,13 @@ class Engine:
             overhead = np.where(ran_before[jobs], 0.0, cfg.overhead)
         steps = np.minimum(np.floor(rate * (cfg.round_length - overhead)), tr.total_steps[jobs] - rec.steps[jobs])
         steps = np.maximum(steps, 1).astype(np.int64)
-        steps[:, 1] *= pair
         busy = overhead + np.divide(steps, rate, out=np.zeros(rate.shape), where=rate > 0)
-        finish = now + busy.max(axis=1)
+        finish = now + (busy if jobs.size == rows.size else np.maximum.reduceat(busy, np.flatnonzero(slot == 0)))
         if placed.extended.any():
             rec.extensions += int(placed.extended.sum())
-            rec.lease_extensions[members[placed.extended, 0]] += 1
-            rec.lease_extensions[members[placed.extended & pair, 1]] += 1
-        valid = members >= 0
-        job_row = np.nonzero(valid)[0]
-        run_jobs = members[valid]
-        rec.first_start[run_jobs] = np.fmin(rec.first_start[run_jobs], now)
-        return _Round(now, rows, types, scale, finish, run_jobs, job_row, steps[valid])
+            rec.lease_extensions[jobs[placed.extended[job_row]]] += 1
+        rec.first_start[jobs] = np.fmin(rec.first_start[jobs], now)
+        return _Round(now, rows, types, scale, finish, jobs, job_row, steps)
 
     def _finish_round(self, run: _Round, start: float, rec: RunRecord) -> np.ndarray:
         """Credit the round that just ended; returns the jobs that finished. A job is in at
