@@ -173,11 +173,11 @@ class Engine:
                 stalled = False
                 round_end = float(dispatched.finish.max())
                 busy = np.bincount(dispatched.types, weights=dispatched.scale, minlength=c.n)
-                rec.log_interval(now, round_end, busy, dispatched.jobs.size, num_active, w)
+                rec.log_interval(now, round_end, busy, dispatched.jobs.size, num_active)
                 running, now = dispatched, round_end
             elif next_arrival < J:
                 gap_end = arrivals[next_arrival]
-                rec.log_interval(now, gap_end, np.zeros(c.n), 0, num_active, w)
+                rec.log_interval(now, gap_end, np.zeros(c.n), 0, num_active)
                 running, now = dispatched, gap_end
             elif stalled:
                 raise SimulationError(f"policy {self.policy.name!r} scheduled none of the {num_active} "

@@ -39,15 +39,11 @@ class RunRecord:
     lease_extensions: np.ndarray
     iso_a: np.ndarray
     iso_b: np.ndarray
-    iso_steps: np.ndarray
-    iso_finish: np.ndarray
     extensions: int = 0
     extensions_possible: int = 0
     solve_seconds: list[float] = field(default_factory=list)
     notes: dict[str, None] = field(default_factory=dict)
     timeline: list[tuple] = field(default_factory=list)
-    _iso_jobs: np.ndarray | None = field(default=None, repr=False)
-    _iso_until: float = field(default=-math.inf, repr=False)
 
     @classmethod
     def create(cls, workload: Workload) -> RunRecord:
@@ -61,37 +57,36 @@ class RunRecord:
             preemptions=np.zeros(J, dtype=np.int64), lease_extensions=np.zeros(J, dtype=np.int64),
             iso_a=np.where(fits, workload.rates * W / s, 0.0).sum(axis=1),
             iso_b=np.where(fits, W / s, 0.0).sum(axis=1),
-            iso_steps=np.zeros(J), iso_finish=np.full(J, np.nan),
         )
 
-    def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: int,
-                     workload: Workload) -> None:
-        """Record one round (or idle gap) with ``present`` jobs in the system and advance
-        the isolated progress of every job that has arrived and whose isolated run is not
-        done (that set changes only at arrivals and isolated finishes, so it is cached)."""
+    def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: int) -> None:
+        """Record one round (or idle gap) with ``present`` jobs in the system."""
         self.timeline.append((start, end, *busy.tolist(), running, present - running))
-        if end <= start:
-            return
-        if self._iso_jobs is None or start >= self._iso_until:
-            arrival = workload.trace.arrival_times
-            self._iso_jobs = np.flatnonzero((arrival <= start) & np.isnan(self.iso_finish))
-            self._iso_until = float(arrival[arrival > start].min(initial=np.inf))
-        idx = self._iso_jobs
-        if idx.size == 0:
-            return
-        rate = self.iso_a[idx] / np.maximum(self.iso_b[idx], max(present, 1))
-        left = workload.trace.total_steps[idx] - self.iso_steps[idx]
-        reach = rate * (end - start) >= left
-        self.iso_steps[idx] += rate * (end - start)
-        if reach.any():
-            self.iso_finish[idx[reach]] = start + left[reach] / rate[reach]
-            self._iso_jobs = idx[~reach]
 
-    def close_isolated(self, now: float, workload: Workload) -> None:
-        """Finished jobs whose isolated run is still going finish it alone on the cluster."""
-        idx = np.flatnonzero(self.done & np.isnan(self.iso_finish))
-        rate = self.iso_a[idx] / np.maximum(self.iso_b[idx], 1.0)
-        self.iso_finish[idx] = now + (workload.trace.total_steps[idx] - self.iso_steps[idx]) / rate
+
+def isolated_finish(starts: np.ndarray, ends: np.ndarray, present: np.ndarray, arrival: np.ndarray,
+                    steps: np.ndarray, a: np.ndarray, b: np.ndarray, now: float) -> np.ndarray:
+    """When each job would finish under its isolated share, from the recorded intervals.
+
+    A job accrues from the first interval starting at or after its arrival, at rate
+    ``a_i / max(b_i, m)`` with m the jobs present in the interval, and after the last
+    interval (``now``) alone at ``a_i / max(b_i, 1)``. Jobs with equal b_i share one
+    cumulative integral ``G(k) = sum_{l<k} dur_l / max(b, m_l)``; a job finishes where
+    ``a_i (G - G(first_i))`` reaches its steps (a search, not a pass per round)."""
+    finish = np.full(arrival.shape, np.nan)
+    first = np.searchsorted(starts, arrival, side="left")
+    size = starts.size
+    for level in np.unique(b):
+        jobs = np.flatnonzero(b == level)
+        per = np.maximum(level, np.maximum(present, 1))
+        G = np.concatenate([[0.0], np.cumsum((ends - starts) / per)])
+        target = G[first[jobs]] + steps[jobs] / a[jobs]
+        k = np.searchsorted(G, target, side="left")
+        inside = k <= size
+        kk = k[inside] - 1
+        finish[jobs[inside]] = starts[kk] + (target[inside] - G[kk]) * per[kk]
+        finish[jobs[~inside]] = now + (target[~inside] - G[size]) * max(level, 1.0)
+    return finish
 
 
 @dataclass
@@ -155,12 +150,14 @@ def _percentile(values: list[float], q: float) -> float:
 def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) -> SimulationResult:
     """Per-job columns, the timeline and the summary metrics of a finished run."""
     tr, types = workload.trace, workload.cluster.worker_types
-    rec.close_isolated(now, workload)
     ids = np.arange(workload.num_jobs)
     in_window = np.ones(ids.size, dtype=bool) if config.window is None else (
         (ids >= config.window[0]) & (ids < config.window[1]))
+    tl = np.array(rec.timeline, dtype=float).reshape(-1, 4 + len(types))
+    iso_finish = isolated_finish(tl[:, 0], tl[:, 1], tl[:, -2] + tl[:, -1], tr.arrival_times,
+                                 tr.total_steps.astype(float), rec.iso_a, rec.iso_b, now)
     jct = rec.finish - tr.arrival_times
-    iso_jct = np.where(rec.done, rec.iso_finish - tr.arrival_times, np.nan)
+    iso_jct = np.where(rec.done, iso_finish - tr.arrival_times, np.nan)
     rho = jct / iso_jct
     jobs = {
         "job_id": ids, "job_type": np.asarray(tr.job_types, dtype=object), "scale_factor": tr.scale_factors,
@@ -170,7 +167,6 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         "preemptions": rec.preemptions, "lease_extensions": rec.lease_extensions,
         "steps_done": rec.steps, "total_steps": tr.total_steps, "in_window": in_window,
     }
-    tl = np.array(rec.timeline, dtype=float).reshape(-1, 4 + len(types))
     timeline = {"start": tl[:, 0], "end": tl[:, 1],
                 **{f"busy_{t}": tl[:, 2 + j].astype(np.int64) for j, t in enumerate(types)},
                 "running_jobs": tl[:, -2].astype(np.int64), "queued_jobs": tl[:, -1].astype(np.int64)}

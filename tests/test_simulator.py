@@ -15,6 +15,7 @@ from simulator.cluster import parse_cluster
 from simulator.engine import Engine, SimulationConfig
 from simulator.example_table import example_table
 from simulator.generator import generate_trace
+from simulator.metrics import isolated_finish
 from simulator.simulate import simulate
 from simulator.throughputs import ThroughputTable
 from simulator.traces import Trace
@@ -177,3 +178,15 @@ def test_cli_simulate_finds_gavels_table_beside_the_trace(tmp_path, shared_data)
     assert result.exit_code == 0, result.output
     assert "simulation_throughputs.json (found near the trace" in result.output
     assert "281.3 s" in result.output
+
+
+def test_isolated_finish_integrates_the_share_over_the_recorded_intervals():
+    # intervals [0, 2) with 2 jobs present and [2, 10) with 1; a = 2 steps/s on the whole
+    # isolated share, b = 1: rate 2 / max(1, m)
+    starts, ends, present = np.array([0.0, 2.0]), np.array([2.0, 10.0]), np.array([2, 1])
+    arrival = np.array([0.0, 1.0, 0.0])
+    steps = np.array([10.0, 4.0, 30.0])
+    finish = isolated_finish(starts, ends, present, arrival, steps, np.full(3, 2.0), np.ones(3), now=10.0)
+    # job 0: 2 steps by t=2, 8 more at 2/s -> t=6; job 1 starts at the next interval (t=2),
+    # 4 steps at 2/s -> t=4; job 2: 18 steps by t=10, 12 more alone at 2/s -> t=16
+    np.testing.assert_allclose(finish, [6.0, 4.0, 16.0])

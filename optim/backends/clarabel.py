@@ -93,7 +93,7 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
     fixed = np.isfinite(clo) & (clo == chi)
     cl = np.isfinite(clo) & ~fixed
     cu = np.isfinite(chi) & ~fixed
-    counts = [int(eq.sum()), int(fixed.sum()), int(up.sum()), int(lw.sum()), int(cl.sum()), int(cu.sum())]
+    counts = [int(np.count_nonzero(mask)) for mask in (eq, fixed, up, lw, cl, cu)]
     starts = np.concatenate([[0], np.cumsum(counts)])
     pos = np.full((3, m), -1, dtype=np.int64)
     for k, (mask, slot) in enumerate(((eq, 0), (up, 2), (lw, 3))):
