@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from optim import CsrArrays, Model, Result, VarBlock
+from optim.sparse import expand_pointers
 
 from .problem import Allocation, AllocationProblem
 from .rates import pair_runnable, runnable
@@ -62,7 +63,7 @@ class Combinations:
         if row_scale is None:
             return self.rates
         r = self.rates
-        scaled = r.data * np.repeat(np.broadcast_to(row_scale, (r.shape[0],)), np.diff(r.indptr))
+        scaled = r.data * np.broadcast_to(row_scale, (r.shape[0],))[expand_pointers(r.indptr)]
         return sp.csr_matrix((scaled, r.indices, r.indptr), shape=r.shape)
 
     def allocation(self, x: np.ndarray, policy: str, **fields) -> Allocation:

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from .capabilities import Capability
 from .errors import ModelError
-from .sparse import CsrArrays, csc_from_triplets
+from .sparse import CsrArrays, csc_from_triplets, expand_pointers
 
 Sense = Literal["min", "max"]
 MatrixLike = np.ndarray | sp.spmatrix | sp.sparray | CsrArrays | float | int
@@ -259,9 +259,9 @@ def _block_triplets(mat: MatrixLike, nrows: int, block: VarBlock, where: str) ->
     elif sp.issparse(mat):
         shape = mat.shape
         if mat.format == "csr":
-            row, col, val = np.repeat(np.arange(shape[0]), np.diff(mat.indptr)), mat.indices, mat.data
+            row, col, val = expand_pointers(mat.indptr), mat.indices, mat.data
         elif mat.format == "csc":
-            row, col, val = mat.indices, np.repeat(np.arange(shape[1]), np.diff(mat.indptr)), mat.data
+            row, col, val = mat.indices, expand_pointers(mat.indptr), mat.data
         else:
             coo = mat.tocoo()
             row, col, val = coo.row, coo.col, coo.data
@@ -585,8 +585,10 @@ class Model:
             vals.append(val)
         if not rows:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-        rows, cols = np.concatenate(rows).astype(np.int64, copy=False), np.concatenate(cols).astype(np.int64, copy=False)
-        vals = np.concatenate(vals).astype(float, copy=False)
+        if len(rows) > 1:
+            rows, cols, vals = [np.concatenate(rows)], [np.concatenate(cols)], [np.concatenate(vals)]
+        rows, cols = rows[0].astype(np.int64, copy=False), cols[0].astype(np.int64, copy=False)
+        vals = vals[0].astype(float)  # a copy: the model must not alias the caller's matrix
         if not np.isfinite(vals).all():
             raise ModelError(f"{where}: non-finite coefficient")
         return rows, cols, vals

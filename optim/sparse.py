@@ -32,7 +32,7 @@ class CsrArrays(NamedTuple):
 
     def rows(self) -> np.ndarray:
         """The row index of every stored entry."""
-        return np.repeat(np.arange(self.shape[0]), np.diff(self.indptr))
+        return expand_pointers(self.indptr)
 
 
 def csc_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int],
@@ -57,9 +57,15 @@ def csc_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shap
     return sp.csc_matrix((v.astype(float), r.astype(np.int32), indptr), shape=shape)
 
 
+def expand_pointers(indptr: np.ndarray) -> np.ndarray:
+    """Compressed pointers to the major index of every stored entry (``np.diff`` spelled out:
+    it costs more than the subtraction on small arrays)."""
+    return np.repeat(np.arange(indptr.size - 1), indptr[1:] - indptr[:-1])
+
+
 def csc_columns(A: sp.csc_matrix) -> np.ndarray:
     """The column index of every stored entry of a CSC matrix (its COO ``col``)."""
-    return np.repeat(np.arange(A.shape[1]), np.diff(A.indptr))
+    return expand_pointers(A.indptr)
 
 
 def transpose_times(A: sp.csc_matrix, y: np.ndarray) -> np.ndarray:
