@@ -13,7 +13,6 @@ takes single-GPU jobs only) is listed with its reason.
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -21,6 +20,8 @@ from pathlib import Path
 from allocators import POLICIES
 from simulator.engine import SimulationError
 from simulator.simulate import simulate
+
+from .rows import write_rows
 
 SMALL, LARGE = "v100=4,p100=4,k80=4", "v100=8,p100=16,k80=24"
 #: (trace, cluster, policy, gavel_compat) -> (average JCT, makespan or None), from the issue
@@ -71,11 +72,7 @@ def main() -> None:
         rows = list(pool.map(run_case, cases))
     for row in rows:
         print(row)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(rows, args.out)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import csv
 import json
 import resource
 import subprocess
@@ -22,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from .rows import write_rows
 
 CASES = (("single_lam900.trace", "100:400", 20.0), ("multi_lam1800.trace", "100:300", 12.0))
 
@@ -64,11 +65,7 @@ def main() -> None:
         row["speedup_cpu"] = round(published / row["cpu_s"], 1)
         rows.append(row)
         print(row)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(rows, args.out)
 
 
 if __name__ == "__main__":
