@@ -18,13 +18,14 @@ the time every finished round ran (once per combination, not per GPU).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .combos import Combos
 
 NEW_JOB_PRIORITY = 1e9
+MAX_CACHED_ORDERS = 24
 
 
 class Mechanism:
@@ -37,7 +38,6 @@ class Mechanism:
         self.skip_zero_priority = skip_zero_priority
         self.worker_time = np.zeros(self.capacities.shape[0])
         self.last_reset = 0.0
-        self._ranks: dict[tuple[int, ...], np.ndarray] = {}
         self._cached: tuple[np.ndarray, int, _Candidates] | None = None
 
     def reset_due(self, now: float) -> bool:
@@ -81,13 +81,8 @@ class Mechanism:
         wt = self.worker_time[cand.j]
         share = np.divide(c.time[cand.rows_k, cand.j], wt, out=np.zeros(wt.shape), where=wt > 0)
         prio = np.divide(cand.alloc, share, out=cand.alloc * NEW_JOB_PRIORITY, where=share > 0)
-        rank = self._ranks.get(tuple(type_order))
-        if rank is None:
-            rank = self._ranks[tuple(type_order)] = np.argsort(type_order)
-        type_rank = rank[cand.j]
-        order = np.lexsort((cand.k, cand.neg_alloc, cand.neg_deficit, -prio, type_rank))
-        walk = cand.k[order].tolist()
-        ends = np.cumsum(np.bincount(type_rank, minlength=len(type_order))).tolist()
+        type_rank, ends = cand.by_type(type_order)
+        walk = cand.k[np.lexsort((cand.tie, -prio, type_rank))].tolist()
         first, second, scale = cand.first, cand.second, cand.scale
         taken: set[int] = set()
         chosen, chosen_types = [], []
@@ -114,17 +109,18 @@ class _Candidates:
     """Candidate k of the walk is row ``rows[k[·]]`` on type ``j[·]``: the row can run there
     and its GPUs fit the type (and, for FIFO policies, it has an allocation there).
     ``alloc`` is 0 where the priority is 0 (no allocation, not in the last one, or the row
-    cannot run there); ``neg_alloc`` / ``neg_deficit`` are the tie-break keys."""
+    cannot run there); ``tie`` ranks the candidates by (deficit, allocation) descending, then
+    row, the order among equal priorities."""
 
     k: np.ndarray
     j: np.ndarray
     rows_k: np.ndarray
     alloc: np.ndarray
-    neg_alloc: np.ndarray
-    neg_deficit: np.ndarray
+    tie: np.ndarray
     first: list[int]
     second: list[int]
     scale: list[int]
+    _orders: dict = field(default_factory=dict)
 
     @classmethod
     def build(cls, c: Combos, rows: np.ndarray, capacities: np.ndarray, skip_zero_priority: bool) -> _Candidates:
@@ -135,6 +131,21 @@ class _Candidates:
             ok &= alloc > 0
         k, j = np.nonzero(ok)
         rows_k = rows[k]
+        tie = np.empty(k.size, dtype=np.int64)
+        tie[np.lexsort((k, -alloc[k, j], -c.deficit[rows_k, j]))] = np.arange(k.size)
         members = c.members[rows]
-        return cls(k, j, rows_k, np.where(can_run[k, j], alloc[k, j], 0.0), -alloc[k, j], -c.deficit[rows_k, j],
+        return cls(k, j, rows_k, np.where(can_run[k, j], alloc[k, j], 0.0), tie,
                    members[:, 0].tolist(), members[:, 1].tolist(), c.scale[rows].tolist())
+
+    def by_type(self, type_order: list[int]) -> tuple[np.ndarray, list[int]]:
+        """Each candidate's position of its type in ``type_order``, and where each type's
+        candidates end in the walk (cached for the first few orders: shuffled orders of many
+        types would not repeat)."""
+        key = tuple(type_order)
+        hit = self._orders.get(key)
+        if hit is None:
+            type_rank = np.argsort(type_order)[self.j]
+            hit = (type_rank, np.cumsum(np.bincount(type_rank, minlength=len(type_order))).tolist())
+            if len(self._orders) < MAX_CACHED_ORDERS:
+                self._orders[key] = hit
+        return hit
