@@ -7,8 +7,10 @@ Ten columns per line (job id = line number, from 0):
 
 ``SLO`` is -1 for none; ``arrival_time`` is in seconds. The legacy seven-column variant
 has ``job_type command num_steps_arg needs_data_dir total_steps arrival_time
-scale_factor`` (no working dir, priority 1, no SLO). Errors name the file, the line and
-the column.
+scale_factor`` (no working dir, priority 1, no SLO). Shockwave's twelve-column variant
+adds ``mode`` (static / accordion / gns: how the job adapts its batch size) after
+``scale_factor`` and ``duration`` (the job's isolated run time in seconds, as generated)
+before ``arrival_time``. Errors name the file, the line and the column.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ COLUMNS = ("job_type", "command", "working_dir", "num_steps_arg", "needs_data_di
            "scale_factor", "priority_weight", "SLO", "arrival_time")
 LEGACY_COLUMNS = ("job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time",
                   "scale_factor")
+SHOCKWAVE_COLUMNS = ("job_type", "command", "working_dir", "num_steps_arg", "needs_data_dir", "total_steps",
+                     "scale_factor", "mode", "priority_weight", "SLO", "duration", "arrival_time")
+MODES = ("static", "accordion", "gns")
 
 
 class TraceError(ValueError):
@@ -34,7 +39,9 @@ class TraceError(ValueError):
 
 @dataclass(frozen=True)
 class Trace:
-    """Jobs as parallel arrays, in file order; ``slo`` is inf where the job has none."""
+    """Jobs as parallel arrays, in file order; ``slo`` is inf where the job has none;
+    ``modes`` says how each job adapts its batch size ("static" unless the trace says) and
+    ``durations`` its generated isolated run time (NaN where the trace has none)."""
 
     job_types: tuple[str, ...]
     commands: tuple[str, ...]
@@ -47,9 +54,22 @@ class Trace:
     slo: np.ndarray
     arrival_times: np.ndarray
     source: str = "<memory>"
+    modes: tuple[str, ...] | None = None
+    durations: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.modes is None:
+            object.__setattr__(self, "modes", ("static",) * len(self.job_types))
+        if self.durations is None:
+            object.__setattr__(self, "durations", np.full(len(self.job_types), np.nan))
 
     def __len__(self) -> int:
         return len(self.job_types)
+
+    @property
+    def adaptive(self) -> bool:
+        """Some job changes its batch size while it trains."""
+        return any(mode != "static" for mode in self.modes)
 
 
 def _number(text: str, where: str, *, integer: bool = False, minimum: float = 0.0, strict: bool = False):
@@ -66,7 +86,7 @@ def _number(text: str, where: str, *, integer: bool = False, minimum: float = 0.
 
 
 def read_trace(path: str | os.PathLike) -> Trace:
-    """Read a 10-column (or legacy 7-column) Gavel trace."""
+    """Read a 10-column Gavel trace (or its legacy 7-column or Shockwave's 12-column variant)."""
     src = os.fspath(path)
     try:
         lines = Path(src).read_text().splitlines()
@@ -77,8 +97,8 @@ def read_trace(path: str | os.PathLike) -> Trace:
     records = [(n, line.split("\t")) for n, line in enumerate(lines, start=1) if line.strip()]
     if not records:
         raise TraceError(f"{src}: no jobs")
-    columns = LEGACY_COLUMNS if len(records[0][1]) == len(LEGACY_COLUMNS) else COLUMNS
-    fields: dict[str, list] = {name: [] for name in COLUMNS}
+    columns = {len(c): c for c in (LEGACY_COLUMNS, COLUMNS, SHOCKWAVE_COLUMNS)}.get(len(records[0][1]), COLUMNS)
+    fields: dict[str, list] = {name: [] for name in SHOCKWAVE_COLUMNS}
     for n, parts in records:
         if len(parts) != len(columns):
             raise TraceError(f"{src}:{n}: expected {len(columns)} tab-separated columns "
@@ -106,6 +126,12 @@ def read_trace(path: str | os.PathLike) -> Trace:
         slo = -1.0 if columns is LEGACY_COLUMNS else _slo(row["SLO"], where("SLO"))
         fields["SLO"].append(math.inf if slo < 0 else slo)
         fields["arrival_time"].append(_number(row["arrival_time"], where("arrival_time")))
+        mode = row.get("mode", "static")
+        if mode not in MODES:
+            raise TraceError(f"{where('mode')}: expected one of {', '.join(MODES)}, got {mode!r}")
+        fields["mode"].append(mode)
+        fields["duration"].append(
+            _number(row["duration"], where("duration"), strict=True) if "duration" in row else math.nan)
     return Trace(
         job_types=tuple(fields["job_type"]), commands=tuple(fields["command"]),
         working_dirs=tuple(fields["working_dir"]), num_steps_args=tuple(fields["num_steps_arg"]),
@@ -114,6 +140,7 @@ def read_trace(path: str | os.PathLike) -> Trace:
         scale_factors=np.array(fields["scale_factor"], dtype=np.int64),
         weights=np.array(fields["priority_weight"], dtype=float), slo=np.array(fields["SLO"], dtype=float),
         arrival_times=np.array(fields["arrival_time"], dtype=float), source=src,
+        modes=tuple(fields["mode"]), durations=np.array(fields["duration"], dtype=float),
     )
 
 
@@ -129,18 +156,23 @@ def _slo(text: str, where: str) -> float:
 
 
 def trace_text(trace: Trace) -> str:
-    """The trace in the 10-column format (SLO -1 where none)."""
+    """The trace in the 10-column format (SLO -1 where none), or in Shockwave's 12 columns
+    when a job adapts its batch size or has a generated duration."""
+    twelve = trace.adaptive or not np.isnan(trace.durations).all()
     lines = []
     for i in range(len(trace)):
         slo = -1.0 if math.isinf(trace.slo[i]) else trace.slo[i]
-        lines.append("\t".join((
-            trace.job_types[i], trace.commands[i], trace.working_dirs[i], trace.num_steps_args[i],
-            str(int(trace.needs_data_dir[i])), str(int(trace.total_steps[i])), str(int(trace.scale_factors[i])),
-            f"{trace.weights[i]:g}", f"{slo:f}", f"{trace.arrival_times[i]:f}",
-        )))
+        head = (trace.job_types[i], trace.commands[i], trace.working_dirs[i], trace.num_steps_args[i],
+                str(int(trace.needs_data_dir[i])), str(int(trace.total_steps[i])), str(int(trace.scale_factors[i])))
+        if twelve:
+            tail = (trace.modes[i], f"{trace.weights[i]:g}", f"{slo:f}", f"{trace.durations[i]:g}",
+                    f"{trace.arrival_times[i]:g}")
+        else:
+            tail = (f"{trace.weights[i]:g}", f"{slo:f}", f"{trace.arrival_times[i]:f}")
+        lines.append("\t".join(head + tail))
     return "\n".join(lines) + "\n"
 
 
 def write_trace(trace: Trace, path: str | os.PathLike) -> None:
-    """Write the trace in the 10-column format, atomically."""
+    """Write the trace (see :func:`trace_text`), atomically."""
     write_atomically(Path(path), trace_text(trace))

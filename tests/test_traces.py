@@ -9,6 +9,7 @@ from simulator.traces import TraceError, read_trace, trace_text, write_trace
 def test_published_traces_read_and_round_trip(shared_data, tmp_path):
     paths = sorted((shared_data / "gavel" / "traces").glob("*.trace"))
     paths += sorted((shared_data / "gavel_generated").glob("*.trace"))
+    paths += sorted((shared_data / "shockwave" / "traces").glob("*.trace"))
     assert paths
     for path in paths:
         trace = read_trace(path)
@@ -23,6 +24,8 @@ def test_published_traces_read_and_round_trip(shared_data, tmp_path):
         np.testing.assert_array_equal(again.total_steps, trace.total_steps)
         np.testing.assert_allclose(again.arrival_times, trace.arrival_times, rtol=1e-9)
         np.testing.assert_array_equal(again.slo, trace.slo)
+        assert again.modes == trace.modes
+        np.testing.assert_array_equal(again.durations, trace.durations)
 
 
 def test_ten_columns_with_slo_and_priority(tmp_path):
@@ -73,3 +76,18 @@ def test_missing_and_empty_files(tmp_path):
     (tmp_path / "empty.trace").write_text("\n")
     with pytest.raises(TraceError, match="no jobs"):
         read_trace(tmp_path / "empty.trace")
+
+
+def test_shockwave_twelve_columns(tmp_path):
+    path = tmp_path / "s.trace"
+    path.write_text("LM (batch size 10)\tpython3 main.py\tlm\t--steps\t1\t134583\t1\tgns\t1\t-1.000000\t1418\t0\n"
+                    "ResNet-18 (batch size 32)\tpython3 main.py\tcifar10\t--n\t1\t143450\t2\taccordion\t1\t-1\t3338\t55\n")
+    trace = read_trace(path)
+    assert trace.modes == ("gns", "accordion") and trace.adaptive
+    np.testing.assert_array_equal(trace.durations, [1418.0, 3338.0])
+    np.testing.assert_array_equal(trace.arrival_times, [0.0, 55.0])
+    np.testing.assert_array_equal(trace.scale_factors, [1, 2])
+    bad = tmp_path / "bad.trace"
+    bad.write_text(path.read_text().replace("accordion", "sometimes"))
+    with pytest.raises(TraceError, match=r"bad.trace:2: column 8 \(mode\): expected one of static, accordion, gns"):
+        read_trace(bad)
