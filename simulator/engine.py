@@ -32,9 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from allocators import Policy
+from allocators.planning import RoundPlanner, RoundState
 from formulations import AllocationProblem, JobPairs, ProblemError
 from optim import OptimError
 
+from .adaptive import AdaptiveJobs
 from .combos import Combos
 from .mechanism import Mechanism
 from .metrics import RunRecord, SimulationResult, summarize
@@ -55,7 +57,9 @@ class SimulationConfig:
     seconds charged to a job that did not run in the previous round; ``gpus_per_server``:
     one int for every type or one per cluster type; ``unconsolidated``: a multi-GPU job
     spread over several servers runs at the table's ``_unconsolidated`` rate; ``window``:
-    job ids [lo, hi) whose completion ends the run (default: every job)."""
+    job ids [lo, hi) whose completion ends the run (default: every job);
+    ``max_runtime_factor``: a job is completed once it has run this many times its isolated
+    run time (the published Shockwave simulator's 1.5; None: never)."""
 
     round_length: float = 360.0
     reset_interval: float = 1920.0
@@ -65,6 +69,14 @@ class SimulationConfig:
     seed: int = 0
     window: tuple[int, int] | None = None
     gavel_compat: bool = False
+    max_runtime_factor: float | None = None
+
+    @classmethod
+    def shockwave(cls, **fields) -> SimulationConfig:
+        """Shockwave's settings: 120 s rounds, 20 s checkpoint/restore, allocations reset
+        at most every 1000 s, completion forced at 1.5x the isolated run time."""
+        return cls(**{"round_length": 120.0, "overhead": 20.0, "reset_interval": 1000.0,
+                      "max_runtime_factor": 1.5, **fields})
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.round_length) and self.round_length > 0):
@@ -73,6 +85,8 @@ class SimulationConfig:
             raise ValueError(f"reset interval must be >= 0 seconds, got {self.reset_interval}")
         if not (0 <= self.overhead < self.round_length):
             raise ValueError(f"overhead must be in [0, round length), got {self.overhead}")
+        if self.max_runtime_factor is not None and not self.max_runtime_factor > 0:
+            raise ValueError(f"max runtime factor must be > 0, got {self.max_runtime_factor}")
         if self.window is not None and not (0 <= self.window[0] < self.window[1]):
             raise ValueError(f"window must be lo:hi with 0 <= lo < hi, got {self.window[0]}:{self.window[1]}")
 
@@ -110,6 +124,17 @@ class Engine:
         self.aware = policy.heterogeneity_aware
         self.order = type_order(workload)
         self.shuffler = random.Random(cfg.seed + 5)
+        self.jobs = AdaptiveJobs(workload, workload.table, published=cfg.gavel_compat)
+        self.planner = isinstance(policy, RoundPlanner)
+        if self.planner and n != 1:
+            raise ValueError(f"policy {policy.name!r} plans rounds on one worker type; cluster "
+                             f"{workload.cluster} has {n}")
+        iso = self.jobs.profile.isolated_runtimes()
+        factor = cfg.max_runtime_factor
+        self.deadline = np.floor(np.floor(iso) * factor) if factor else np.full(iso.shape, np.inf)
+        self.single_row = np.full(workload.num_jobs, -1, dtype=np.int64)
+        self.admitted = np.full(workload.num_jobs, np.nan)
+        self.rounds = 0
 
     def _types_this_round(self) -> list[int]:
         if self.aware:
@@ -121,8 +146,8 @@ class Engine:
     def run(self, progress: Progress | None = None) -> SimulationResult:
         w, cfg, c, mech = self.w, self.config, self.combos, self.mechanism
         J, tr = w.num_jobs, w.trace
-        rec = RunRecord.create(w)
-        single_row = np.full(J, -1, dtype=np.int64)
+        rec = RunRecord.create(w, self.jobs.profile.isolated_runtimes())
+        single_row = self.single_row
         arrival_order = np.argsort(tr.arrival_times, kind="stable")
         arrivals = tr.arrival_times[arrival_order].tolist()
         next_arrival = 0
@@ -143,7 +168,8 @@ class Engine:
                 if cfg.gavel_compat:
                     start = last_round_end if last_round_end is not None else 0.0
                 last_round_end = now
-                finished = self._finish_round(running, start, rec)
+                finished, switched = self._finish_round(running, start, rec)
+                changed |= switched
                 if finished.size:
                     active[finished] = False
                     num_active -= finished.size
@@ -155,16 +181,20 @@ class Engine:
             while next_arrival < J and arrivals[next_arrival] <= now:
                 job = int(arrival_order[next_arrival])
                 self._admit(job, active, single_row, uses_pairs)
+                self.admitted[job] = now
                 active[job] = True
                 num_active += 1
                 next_arrival += 1
                 changed = True
-            if changed and mech.reset_due(now):
-                mech.reset(now)
-                self._allocate(now, active, single_row, rec)
-                changed = False
+            if self.planner:
+                dispatched = self._dispatch_planned(now, active, running, rec)
+            else:
+                if changed and mech.reset_due(now):
+                    mech.reset(now)
+                    self._allocate(now, active, single_row, rec)
+                    changed = False
+                dispatched = self._dispatch(now, running, rec)
             rec.extensions_possible += running.rows_with_active_job(active)
-            dispatched = self._dispatch(now, running, rec)
             if running.jobs.size:
                 scratch[dispatched.jobs] = True
                 rec.preemptions[running.jobs[active[running.jobs] & ~scratch[running.jobs]]] += 1
@@ -187,6 +217,7 @@ class Engine:
                 running = dispatched
             if progress is not None:
                 progress(now, int(rec.done.sum()), J, len(rec.solve_seconds))
+        rec.notes.update(self.jobs.notes)
         return summarize(w, self.policy, cfg, rec, now)
 
     def _admit(self, job: int, active: np.ndarray, single_row: np.ndarray, uses_pairs: bool) -> None:
@@ -194,7 +225,7 @@ class Engine:
         active job of equal scale factor, in arrival order of the partner."""
         c, w = self.combos, self.w
         rates = np.zeros((1, c.n, 2))
-        rates[0, :, 0] = w.rates[job]
+        rates[0, :, 0] = self.jobs.rates[job]
         scale = int(w.trace.scale_factors[job])
         single_row[job] = c.add(np.array([[job, -1]]), rates, scale, self.mechanism.half_round)[0]
         if uses_pairs:
@@ -219,8 +250,8 @@ class Engine:
         problem = AllocationProblem(
             worker_types=w.cluster.worker_types, capacities=w.cluster.gpus, job_ids=jobs,
             job_types=tuple(tr.job_types[i] for i in jobs), scale_factors=tr.scale_factors[jobs],
-            weights=tr.weights[jobs], throughputs=w.rates[jobs],
-            remaining_steps=(tr.total_steps[jobs] - rec.steps[jobs]).astype(float),
+            weights=tr.weights[jobs], throughputs=self.jobs.rates[jobs],
+            remaining_steps=(self.jobs.total_steps[jobs] - rec.steps[jobs]).astype(float),
             time_since_arrival=now - tr.arrival_times[jobs],
             slo_remaining=np.where(np.isfinite(slo), np.maximum(slo, 1e-9), np.inf),
             prices=self.prices, pairs=pairs,
@@ -251,11 +282,43 @@ class Engine:
         c.changed()
 
     def _dispatch(self, now: float, previous: _Round, rec: RunRecord) -> _Round:
-        c, w, cfg, tr = self.combos, self.w, self.config, self.w.trace
+        c, cfg = self.combos, self.config
         rows, types = self.mechanism.select(c.live(), self._types_this_round())
         if cfg.gavel_compat:
             keep = c.in_alloc[rows]
             rows, types = rows[keep], types[keep]
+        return self._launch(now, rows, types, previous, rec)
+
+    def _dispatch_planned(self, now: float, active: np.ndarray, previous: _Round, rec: RunRecord) -> _Round:
+        """Run the jobs the round planner names (on the cluster's one type), largest gangs
+        first; a plan that does not fit the GPUs is an error."""
+        tr = self.w.trace
+        jobs = np.flatnonzero(active)
+        jobs = jobs[np.argsort(self.admitted[jobs], kind="stable")]
+        steps = rec.steps[jobs]
+        state = RoundState(self.rounds, now, int(self.w.cluster.gpus[0]), self.config.round_length, jobs,
+                           tr.scale_factors[jobs], self.jobs.epochs_done(jobs, steps), self.jobs.epochs[jobs],
+                           self.admitted[jobs], self.jobs.profile)
+        try:
+            plan = self.policy.plan(state)
+        except (OptimError, ProblemError) as exc:
+            raise SimulationError(f"policy {self.policy.name!r} on solver {self.policy.solver!r} at t={now:.1f} s "
+                                  f"({jobs.size} jobs): {exc}") from None
+        if plan.solved:
+            rec.solve_seconds.append(plan.seconds)
+        rec.notes.update(dict.fromkeys(plan.notes))
+        chosen = np.asarray(plan.jobs, dtype=np.int64)
+        if chosen.size and (not active[chosen].all() or np.unique(chosen).size != chosen.size
+                            or tr.scale_factors[chosen].sum() > self.w.cluster.gpus[0]):
+            raise SimulationError(f"policy {self.policy.name!r} planned jobs {chosen.tolist()} at t={now:.1f} s: "
+                                  f"not distinct active jobs within {int(self.w.cluster.gpus[0])} GPUs")
+        chosen = chosen[np.argsort(-tr.scale_factors[chosen], kind="stable")]
+        rows = self.single_row[chosen]
+        return self._launch(now, rows, np.zeros(rows.size, dtype=np.int64), previous, rec)
+
+    def _launch(self, now: float, rows: np.ndarray, types: np.ndarray, previous: _Round, rec: RunRecord) -> _Round:
+        c, w, cfg = self.combos, self.w, self.config
+        self.rounds += 1
         if rows.size == 0:
             self.placement.previous = {}
             return _Round.empty()
@@ -269,45 +332,71 @@ class Engine:
         if cfg.unconsolidated:
             spread = ((placed.servers > 1) & (members[:, 1] < 0))[job_row]
             rate[spread] = w.spread_rates[jobs[spread], job_type[spread]]
-        overhead = 0.0
+        resumed = np.zeros(jobs.size, dtype=bool)
         if cfg.overhead:
             ran_before = np.zeros(w.num_jobs, dtype=bool)
             ran_before[previous.jobs] = True
-            overhead = np.where(ran_before[jobs], 0.0, cfg.overhead)
-        steps = np.minimum(np.floor(rate * (cfg.round_length - overhead)), tr.total_steps[jobs] - rec.steps[jobs])
+            resumed = ~ran_before[jobs] & (self.rounds > 1 or not cfg.gavel_compat)
+        upfront = np.where(resumed & (not cfg.gavel_compat), cfg.overhead, 0.0)
+        left = self.jobs.total_steps[jobs] - rec.steps[jobs]
+        steps = np.minimum(np.floor(rate * (cfg.round_length - upfront)), left)
         steps = np.maximum(steps, 1).astype(np.int64)
-        busy = overhead + np.divide(steps, rate, out=np.zeros(rate.shape), where=rate > 0)
+        busy = upfront + np.divide(steps, rate, out=np.zeros(rate.shape), where=rate > 0)
         finish = now + (busy if jobs.size == rows.size else np.maximum.reduceat(busy, np.flatnonzero(slot == 0)))
         if placed.extended.any():
             rec.extensions += int(placed.extended.sum())
             rec.lease_extensions[jobs[placed.extended[job_row]]] += 1
         rec.first_start[jobs] = np.fmin(rec.first_start[jobs], now)
-        return _Round(now, rows, types, scale, finish, jobs, job_row, steps)
+        self.jobs.dispatched(jobs, rec.steps[jobs])
+        charge = resumed if cfg.gavel_compat else np.zeros(jobs.size, dtype=bool)
+        return _Round(now, rows, types, scale, finish, jobs, job_row, steps, upfront, charge)
 
-    def _finish_round(self, run: _Round, start: float, rec: RunRecord) -> np.ndarray:
-        """Credit the round that just ended; returns the jobs that finished. A job is in at
-        most one row of a round and a row runs on one type, so plain fancy-index updates
-        are exact."""
-        tr = self.w.trace
+    def _finish_round(self, run: _Round, start: float, rec: RunRecord) -> tuple[np.ndarray, bool]:
+        """Credit the round that just ended; returns the jobs that finished and whether a
+        job changed its batch size. A job is in at most one row of a round and a row runs on
+        one type, so plain fancy-index updates are exact.
+
+        With ``gavel_compat`` the checkpoint/restore overhead follows the published
+        Shockwave simulator: taken after the round from a resumed job that ran more than
+        ``round - 5`` s (its steps scaled by ``(t - overhead) / t``), never in the first round."""
+        cfg = self.config
         seconds = run.finish - start
         self.mechanism.credit(run.rows, run.types, seconds)
         gpu_seconds = seconds * run.scale
         rec.busy_gpu_seconds += np.bincount(run.types, weights=gpu_seconds, minlength=rec.busy_gpu_seconds.size)
         jobs, r = run.jobs, run.job_row
-        rec.steps[jobs] += run.job_steps
+        steps = run.job_steps
+        ran = seconds[r] - run.upfront
+        if run.charge.any():
+            late = run.charge & (ran > cfg.round_length - 5.0) & (ran > 0)
+            kept = np.where(late, (ran - cfg.overhead) / np.where(ran > 0, ran, 1.0), 1.0)
+            steps = np.floor(steps * kept).astype(np.int64)
+            ran = np.where(late, ran - cfg.overhead, ran)
+        rec.runtime[jobs] += ran
+        rec.steps[jobs] += steps
         rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
-        done = rec.steps[jobs] >= tr.total_steps[jobs]
+        complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
+        forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs])
+        done = complete | forced
         finished = jobs[done]
         if finished.size:
             rec.finish[finished] = run.finish[r[done]]
             rec.done[finished] = True
-        return finished
+            rec.forced[jobs[forced]] = True
+        switched = self.jobs.after_round(jobs[~done], rec.steps)
+        if switched.size:
+            rows = self.single_row[switched]
+            self.combos.rates[rows, :, 0] = self.jobs.rates[switched]
+            self.combos.can_run[rows] = self.jobs.rates[switched] > 0
+            self.combos.changed()
+        return finished, bool(switched.size)
 
 
 @dataclass(frozen=True)
 class _Round:
     """The rows dispatched at ``start`` (with their types, GPU counts and work ends) and,
-    per member job, the job, its row's position and the steps it runs."""
+    per member job, the job, its row's position, the steps it runs, the overhead seconds
+    charged up front and whether the overhead is still to be taken after the round."""
 
     start: float
     rows: np.ndarray
@@ -317,11 +406,13 @@ class _Round:
     jobs: np.ndarray
     job_row: np.ndarray
     job_steps: np.ndarray
+    upfront: np.ndarray
+    charge: np.ndarray
 
     @classmethod
     def empty(cls) -> _Round:
         z = np.zeros(0, dtype=np.int64)
-        return cls(0.0, z, z, z, np.zeros(0), z, z, z)
+        return cls(0.0, z, z, z, np.zeros(0), z, z, z, np.zeros(0), np.zeros(0, dtype=bool))
 
     def rows_with_active_job(self, active: np.ndarray) -> int:
         """Rows of this round that still have an active job (lease-extension opportunities)."""

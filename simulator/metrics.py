@@ -6,6 +6,10 @@ scaled to sum <= 1), where m is the number of jobs present, integrated over the 
 its isolated rate is ``a_i / max(b_i, m)`` with ``a_i = sum_j T_ij W_j / s_i`` and
 ``b_i = sum_j W_j / s_i`` over the types it can run on. ``rho = JCT / isolated JCT``;
 a job is treated unfairly when ``rho > 1.05``.
+
+Shockwave's finish-time fairness uses a static contention factor instead:
+``ftf_i = JCT_i / (T_iso_i · max(1, N / G))`` with ``T_iso_i`` the job's isolated
+(batch-size-adapted) run time, N the jobs of the trace and G the cluster's GPUs.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ class RunRecord:
     lease_extensions: np.ndarray
     iso_a: np.ndarray
     iso_b: np.ndarray
+    isolated_runtime: np.ndarray
+    runtime: np.ndarray
+    forced: np.ndarray
     extensions: int = 0
     extensions_possible: int = 0
     solve_seconds: list[float] = field(default_factory=list)
@@ -46,7 +53,7 @@ class RunRecord:
     timeline: list[tuple] = field(default_factory=list)
 
     @classmethod
-    def create(cls, workload: Workload) -> RunRecord:
+    def create(cls, workload: Workload, isolated_runtime: np.ndarray) -> RunRecord:
         J, n = workload.num_jobs, len(workload.cluster.worker_types)
         s = workload.trace.scale_factors[:, None].astype(float)
         fits = (workload.rates > 0) & (workload.trace.scale_factors[:, None] <= workload.cluster.gpus[None, :])
@@ -56,7 +63,8 @@ class RunRecord:
             finish=np.full(J, np.nan), done=np.zeros(J, dtype=bool), first_start=np.full(J, np.nan),
             preemptions=np.zeros(J, dtype=np.int64), lease_extensions=np.zeros(J, dtype=np.int64),
             iso_a=np.where(fits, workload.rates * W / s, 0.0).sum(axis=1),
-            iso_b=np.where(fits, W / s, 0.0).sum(axis=1),
+            iso_b=np.where(fits, W / s, 0.0).sum(axis=1), isolated_runtime=isolated_runtime,
+            runtime=np.zeros(J), forced=np.zeros(J, dtype=bool),
         )
 
     def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: int) -> None:
@@ -154,15 +162,20 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
     in_window = np.ones(ids.size, dtype=bool) if config.window is None else (
         (ids >= config.window[0]) & (ids < config.window[1]))
     tl = np.array(rec.timeline, dtype=float).reshape(-1, 4 + len(types))
+    adapts = np.asarray(tr.modes) != "static"
+    work = np.where(adapts, rec.isolated_runtime * workload.rates[ids, workload.reference_column], tr.total_steps)
     iso_finish = isolated_finish(tl[:, 0], tl[:, 1], tl[:, -2] + tl[:, -1], tr.arrival_times,
-                                 tr.total_steps.astype(float), rec.iso_a, rec.iso_b, now)
+                                 work.astype(float), rec.iso_a, rec.iso_b, now)
     jct = rec.finish - tr.arrival_times
     iso_jct = np.where(rec.done, iso_finish - tr.arrival_times, np.nan)
     rho = jct / iso_jct
+    gpus = float(workload.cluster.gpus.sum())
+    ftf = jct / (rec.isolated_runtime * max(1.0, workload.num_jobs / gpus))
     jobs = {
         "job_id": ids, "job_type": np.asarray(tr.job_types, dtype=object), "scale_factor": tr.scale_factors,
         "priority_weight": tr.weights, "arrival": tr.arrival_times, "start": rec.first_start,
         "finish": rec.finish, "jct": jct, "isolated_jct": iso_jct, "rho": rho,
+        "isolated_runtime": rec.isolated_runtime, "ftf": ftf, "runtime": rec.runtime, "forced": rec.forced,
         **{f"gpu_seconds_{t}": rec.gpu_seconds[:, j] for j, t in enumerate(types)},
         "preemptions": rec.preemptions, "lease_extensions": rec.lease_extensions,
         "steps_done": rec.steps, "total_steps": tr.total_steps, "in_window": in_window,
@@ -175,6 +188,7 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
     makespan = now - float(tr.arrival_times.min())
     capacity = float(workload.cluster.gpus.sum()) * makespan
     rho_w = rho[win]
+    ftf_w = ftf[win]
     summary = {
         "policy": policy.name, "solver": policy.solver, "trace": tr.source, "cluster": str(workload.cluster),
         "round_length": config.round_length, "reset_interval": config.reset_interval,
@@ -188,6 +202,11 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         "rho_mean": float(rho_w.mean()) if rho_w.size else math.nan,
         "rho_worst": float(rho_w.max()) if rho_w.size else math.nan,
         "unfair_fraction": float((rho_w > UNFAIR_RHO).mean()) if rho_w.size else math.nan,
+        "ftf_mean": float(ftf_w.mean()) if ftf_w.size else math.nan,
+        "ftf_worst": float(ftf_w.max()) if ftf_w.size else math.nan,
+        "ftf_unfair_fraction": float((ftf_w > UNFAIR_RHO).mean()) if ftf_w.size else math.nan,
+        "forced_completions": int(rec.forced.sum()),
+        "max_runtime_factor": config.max_runtime_factor,
         "preemptions": int(rec.preemptions.sum()),
         "lease_extension_rate": rec.extensions / rec.extensions_possible if rec.extensions_possible else 0.0,
         "rounds": len(rec.timeline),

@@ -4,6 +4,8 @@ Rates are looked up once, when the workload is built, so the engine's inner loop
 indexes arrays: ``rates[i, j]`` (job i alone on s_i GPUs of type j, one server),
 ``spread_rates[i, j]`` (the ``<type>_unconsolidated`` rate where the table gives one,
 else ``rates``), and co-located pair rates by job type through ``pair_rates``.
+``reference_column[i]``: the cluster type job i's isolated run time is measured on (v100
+where it can run there, else its fastest type); ``table`` serves batch-size changes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cluster import Cluster
-from .jobs import reference_rates
+from .jobs import REFERENCE_TYPE, reference_rates
 from .throughputs import ThroughputTable
 from .traces import Trace
 
@@ -31,6 +33,8 @@ class Workload:
     spread_rates: np.ndarray
     reference_durations: np.ndarray
     _pair_table: np.ndarray
+    reference_column: np.ndarray | None = None
+    table: ThroughputTable | None = None
 
     @property
     def num_jobs(self) -> int:
@@ -66,8 +70,12 @@ def build_workload(trace: Trace, cluster: Cluster, table: ThroughputTable) -> Wo
         i = int(stuck[0])
         raise WorkloadError(f"{trace.source}:{i + 1}: job {i} ({trace.job_types[i]}, scale {trace.scale_factors[i]}) "
                             f"cannot run on cluster {cluster}")
-    return Workload(trace, cluster, keys, rates, spread,
-                    trace.total_steps / reference_rates(table, keys), _pair_table(table, cols))
+    ref_col = np.argmax(rates, axis=1)
+    if REFERENCE_TYPE in cluster.worker_types:
+        on_ref = cluster.worker_types.index(REFERENCE_TYPE)
+        ref_col = np.where(rates[:, on_ref] > 0, on_ref, ref_col)
+    return Workload(trace, cluster, keys, rates, spread, trace.total_steps / reference_rates(table, keys),
+                    _pair_table(table, cols), ref_col, table)
 
 
 def _pair_table(table: ThroughputTable, cols: np.ndarray) -> np.ndarray:

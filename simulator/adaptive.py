@@ -1,0 +1,150 @@
+"""Jobs whose batch size changes while they train: the engine's mutable per-job state.
+
+Progress is counted in optimizer steps at the job's current batch size b:
+``steps_per_epoch(b) = ceil(D / b)``. A round runs at the batch size in force when it was
+dispatched; after it, a job that moved into an epoch with another batch size switches:
+its rates become the table's rates of ``"<model> (batch size b')"`` at its scale factor,
+and its step counts are rescaled so that its epoch count stays fixed
+(``total' = ceil(total · b / b')``, or ``E · ceil(D / b')`` if that changes the count) and
+its completed fraction of epochs is kept. A batch size the table lacks is not taken (the
+run's notes say so).
+
+With ``published=True`` the published Shockwave simulator's rules apply instead: the
+change is decided from the progress at dispatch by its own accordion / GNS rules
+(:func:`~simulator.adaptation.published_next_batch_size`) and progress is rounded up to
+whole epochs on every change.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from allocators.planning import EpochProfile
+
+from .adaptation import (
+    DATASET_SIZES,
+    batch_size_schedule,
+    job_type_at,
+    num_epochs,
+    published_next_batch_size,
+    split_job_type,
+    steps_per_epoch,
+)
+from .throughputs import ThroughputTable
+from .workload import Workload
+
+
+class AdaptiveJobs:
+    """Current batch size, rates and step totals of every job of a workload."""
+
+    def __init__(self, workload: Workload, table: ThroughputTable | None, *, published: bool = False):
+        tr = workload.trace
+        self.workload = workload
+        self.table = table
+        self.published = published
+        self.total_steps = tr.total_steps.copy()
+        self.rates = workload.rates.copy()
+        J = len(tr)
+        self.models: list[str] = []
+        self.b0 = np.zeros(J, dtype=np.int64)
+        self.spe = np.ones(J, dtype=np.int64)
+        self.adapts = np.zeros(J, dtype=bool)
+        schedules = []
+        ref = workload.reference_column
+        for i, job_type in enumerate(tr.job_types):
+            model, bs = split_job_type(job_type)
+            self.models.append(model)
+            if bs is None or model not in DATASET_SIZES:
+                schedules.append((np.zeros(1, dtype=np.int64), np.array([tr.total_steps[i] / workload.rates[i, ref[i]]])))
+                continue
+            self.b0[i] = bs
+            self.spe[i] = steps_per_epoch(model, bs)
+            epochs = num_epochs(model, bs, int(tr.total_steps[i]))
+            sched = batch_size_schedule(tr.modes[i], model, bs, epochs, int(tr.scale_factors[i]))
+            self.adapts[i] = tr.modes[i] != "static"
+            rate = self._rates_at(model, sched, int(tr.scale_factors[i]))[:, ref[i]]
+            with np.errstate(divide="ignore"):
+                durations = np.where(rate > 0, (DATASET_SIZES[model] / sched) / rate, np.inf)
+            schedules.append((sched, durations))
+        self.batch_size = self.b0.copy()
+        self.epochs = np.array([len(s[0]) for s in schedules], dtype=np.int64)
+        self.profile = EpochProfile(np.concatenate([[0], np.cumsum(self.epochs)]).astype(np.int64),
+                                    np.concatenate([s[0] for s in schedules]),
+                                    np.concatenate([s[1] for s in schedules]))
+        self.notes: dict[str, None] = {}
+        self._pending = np.zeros(J, dtype=np.int64)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.adapts.any())
+
+    def _rates_at(self, model: str, batch_sizes: np.ndarray, scale: int) -> np.ndarray:
+        """(len(batch_sizes), n) rates on the cluster's types; a row of NaN where the table
+        has no entry for that batch size."""
+        types = self.workload.cluster.worker_types
+        out = np.full((batch_sizes.size, len(types)), np.nan)
+        if self.table is None:
+            return out
+        cols = self.table.type_columns(types)
+        for k, b in enumerate(batch_sizes.tolist()):
+            try:
+                out[k] = self.table.isolated[self.table.index_of(job_type_at(model, b), scale), cols]
+            except ValueError:
+                pass
+        return out
+
+    def epochs_done(self, jobs: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Completed epochs of ``jobs`` with ``steps`` at their current batch size."""
+        return np.minimum(steps // self.spe[jobs], self.epochs[jobs])
+
+    def dispatched(self, jobs: np.ndarray, steps: np.ndarray) -> None:
+        """Published rules: decide each adapting job's next batch size from its progress now."""
+        if not self.published:
+            return
+        for i, s in zip(jobs[self.adapts[jobs]].tolist(), steps[self.adapts[jobs]].tolist()):
+            epoch = math.ceil(s / self.spe[i])
+            tr = self.workload.trace
+            self._pending[i] = published_next_batch_size(tr.modes[i], self.models[i], int(self.b0[i]),
+                                                         int(self.batch_size[i]), epoch, int(tr.scale_factors[i]))
+
+    def after_round(self, jobs: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Switch the batch size of ``jobs`` (which just ran and are not done; ``steps`` is
+        the engine's per-job step counter, rescaled in place) where their rule says so;
+        returns the jobs whose rates changed."""
+        moving = jobs[self.adapts[jobs]]
+        if moving.size == 0:
+            return moving
+        if self.published:
+            new = self._pending[moving]
+        else:
+            epoch = np.minimum(steps[moving] // self.spe[moving], self.epochs[moving] - 1)
+            new = self.profile.batch_sizes[self.profile.offsets[moving] + epoch]
+        change = new != self.batch_size[moving]
+        changed = []
+        for i, b in zip(moving[change].tolist(), new[change].tolist()):
+            if self._switch(i, int(b), steps):
+                changed.append(i)
+        return np.asarray(changed, dtype=np.int64)
+
+    def _switch(self, i: int, new_bs: int, steps: np.ndarray) -> bool:
+        model, scale = self.models[i], int(self.workload.trace.scale_factors[i])
+        rates = self._rates_at(model, np.array([new_bs]), scale)[0]
+        if np.isnan(rates).all():
+            self.notes[f"{model} at batch size {new_bs} (scale {scale}) is not in the throughput table: "
+                       f"jobs stay at their batch size"] = None
+            return False
+        old_bs, old_spe = int(self.batch_size[i]), int(self.spe[i])
+        new_spe = steps_per_epoch(model, new_bs)
+        epochs = math.ceil(int(self.total_steps[i]) / old_spe)
+        total = math.ceil(int(self.total_steps[i]) * old_bs / new_bs)
+        if math.ceil(total / new_spe) != epochs:
+            total = new_spe * epochs
+        done = int(steps[i])
+        steps[i] = math.ceil(done / old_spe) * new_spe if self.published else (done * new_spe) // old_spe
+        self.total_steps[i] = total
+        self.rates[i] = np.nan_to_num(rates)
+        self.batch_size[i] = new_bs
+        self.spe[i] = new_spe
+        return True
