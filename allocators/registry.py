@@ -11,6 +11,7 @@ from . import min_total_duration as mtd
 from . import water_filling as wf
 from .base import Policy
 from .heuristics import HEURISTICS
+from .shockwave import Shockwave
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
@@ -21,7 +22,7 @@ POLICIES: dict[str, type[Policy]] = {
         mtd.MinTotalDurationAgnostic, mtd.MinTotalDurationPerf, mtd.MinTotalDurationPacked,
         mst.MaxSumThroughputPerf, mst.MaxSumThroughputByCost, mst.MaxSumThroughputByCostSLOs,
         mst.MaxSumThroughputByCostPackedSLOs,
-        *HEURISTICS,
+        *HEURISTICS, Shockwave,
     )
 }
 

@@ -65,11 +65,15 @@ class VarBlock:
 
 @dataclass(frozen=True)
 class LogTerms:
-    """Concave terms ``sum_i weights_i * log(G[i] @ x + offset_i)``."""
+    """Concave terms ``sum_i weights_i * log(G[i] @ x + offset_i)``; ``lo``/``hi``: a range
+    the formulation knows each argument stays in (NaN: unknown), where tangent-cut bridges
+    seed their cuts."""
 
     weights: np.ndarray
     G: sp.csr_matrix
     offset: np.ndarray
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
 
     def values(self, x: np.ndarray) -> np.ndarray:
         """Per-term ``weights_i * log(G_i x + h_i)`` (``-inf`` outside the domain)."""
@@ -344,7 +348,8 @@ class Model:
     _obj: dict[str, np.ndarray] = field(default_factory=dict, init=False)
     _sense: Sense = field(default="max", init=False)
     _offset: float = field(default=0.0, init=False)
-    _log: list[tuple[np.ndarray, Triplets, np.ndarray]] = field(default_factory=list, init=False)
+    _log: list[tuple[np.ndarray, Triplets, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list,
+                                                                                          init=False)
     _cones: dict[str, _ConeBlock] = field(default_factory=dict, init=False)
     _num_cones: int = field(default=0, init=False)
     _t0: float = field(default_factory=time.perf_counter, init=False)
@@ -447,10 +452,14 @@ class Model:
         weights: np.ndarray,
         terms: Mapping[VarBlock, MatrixLike],
         offset: float | np.ndarray = 0.0,
+        *,
+        argument_range: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """Add ``sum_i weights_i * log(sum_b terms[b][i] @ x_b + offset_i)`` to the objective.
 
         Requires a maximized objective and ``weights >= 0`` (the sum is then concave).
+        ``argument_range = (lo, hi)``: bounds the formulation knows each argument keeps at
+        an optimum; backends without a log cone seed their tangent cuts there.
         """
         w = np.atleast_1d(np.asarray(weights, dtype=float))
         k = w.shape[0]
@@ -458,7 +467,12 @@ class Model:
             raise ModelError("log-utility weights must be finite and >= 0 (concave utility)")
         triplets = self._triplets(terms, k, "log utility")
         h = _broadcast(offset, (k,), "log-utility offset").astype(float)
-        self._log.append((w, triplets, h))
+        lo, hi = argument_range if argument_range is not None else (np.nan, np.nan)
+        lo = _broadcast(lo, (k,), "log-utility argument range")
+        hi = _broadcast(hi, (k,), "log-utility argument range")
+        if ((lo <= 0) | (hi < lo)).any():
+            raise ModelError("log-utility argument range must satisfy 0 < lo <= hi")
+        self._log.append((w, triplets, h, lo, hi))
         self._canonical = None
 
     def add_hyperbolic(
@@ -535,7 +549,7 @@ class Model:
             w = np.concatenate([t[0] for t in self._log])
             h = np.concatenate([t[2] for t in self._log])
             r, cidx, v, base = [], [], [], 0
-            for wt, (rr, cc, vv), _ in self._log:
+            for wt, (rr, cc, vv), *_ in self._log:
                 r.append(rr + base)
                 cidx.append(cc)
                 v.append(vv)
@@ -543,7 +557,8 @@ class Model:
             G = sp.csr_matrix(
                 (np.concatenate(v), (np.concatenate(r), np.concatenate(cidx))), shape=(base, n)
             )
-            log_terms = LogTerms(w, G, h)
+            log_terms = LogTerms(w, G, h, np.concatenate([t[3] for t in self._log]),
+                                 np.concatenate([t[4] for t in self._log]))
         hyperbolic = None
         if self._num_cones:
             cones = self._cones.values()

@@ -13,6 +13,7 @@ class SolveOptions:
     """Options every backend maps onto its own parameters.
 
     ``raw`` is passed through verbatim to the solver (names are the solver's own).
+    ``start``: a feasible point (one value per column) for MIP solvers to start from.
     ``log_gap`` and ``max_cut_rounds`` steer the tangent-cut outer approximation used
     for log terms on backends without a log cone: the loop stops once
     (upper bound - best objective) / max(1, |best objective|) <= ``log_gap``.
@@ -28,6 +29,7 @@ class SolveOptions:
     log_gap: float = 1e-6
     max_cut_rounds: int = 200
     raw: dict[str, Any] = field(default_factory=dict)
+    start: Any = None
 
     def __post_init__(self) -> None:
         if self.method not in ("auto", "simplex", "ipm"):

@@ -47,6 +47,7 @@ def simulate(
     options: SolveOptions | None = None,
     prices: str | None = None,
     progress: Progress | None = None,
+    policy_params: Mapping | None = None,
     **config_fields,
 ) -> SimulationResult:
     """Replay ``trace`` (a path or a :class:`Trace`) or a workload drawn with
@@ -54,7 +55,8 @@ def simulate(
 
     ``throughputs`` defaults to the built-in example table; ``solver="auto"`` picks
     :func:`default_solver`; ``config_fields`` (``round_length``, ``window``, ``seed``,
-    ``gavel_compat``, ...) build the :class:`SimulationConfig` when ``config`` is None.
+    ``gavel_compat``, ...) build the :class:`SimulationConfig` when ``config`` is None;
+    ``policy_params`` go to the policy's constructor (e.g. ``config`` for ``shockwave``).
     """
     if (trace is None) == (generate is None):
         raise ValueError("give exactly one of a trace or generate=...")
@@ -68,7 +70,7 @@ def simulate(
         trace = read_trace(trace)
     workload = build_workload(trace, spec, table)
     pol = make_policy(policy, default_solver(policy) if solver == "auto" else solver, options,
-                      gavel_compat=config.gavel_compat, **_seeded(policy, config.seed))
+                      gavel_compat=config.gavel_compat, **_seeded(policy, config.seed), **dict(policy_params or {}))
     price_array = parse_prices(prices, spec) if prices else None
     return Engine(workload, pol, config, prices=price_array).run(progress)
 

@@ -124,6 +124,8 @@ def _translate(model: CanonicalModel, options: SolveOptions):
     p.OutputFlag = int(options.verbose)
     for key, value in options.raw.items():
         m.setParam(key, value)
+    if options.start is not None and model.is_mip:
+        x.Start = np.asarray(options.start, dtype=float)
     return m, x, rows, index
 
 

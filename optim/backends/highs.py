@@ -49,6 +49,10 @@ class HighsBackend(Backend):
                 A.data,
                 model.integrality.astype(np.int32),
             )
+            if options.start is not None and model.is_mip:
+                start = highspy.HighsSolution()
+                start.col_value = np.asarray(options.start, dtype=float).tolist()
+                h.setSolution(start)
         if status == highspy.HighsStatus.kError:
             return Result(Status.ERROR, self.spec, message="HiGHS rejected the model", timings=timings)
         with stopwatch(timings, "solve"):

@@ -1,0 +1,190 @@
+"""``shockwave``: the market program re-planned over a window, executed round by round.
+
+At a re-plan (a job arrived or left, every ``reoptimize_every`` rounds, or the window ran
+out) the policy builds :class:`formulations.shockwave.Market` for the active jobs:
+
+* ``R_j``: remaining isolated time from :class:`~allocators.remaining_time.RemainingTime`;
+  ``ē_j``: mean duration of the epochs so far (the current one included);
+* ``F̄_j``: the job's finish time under an equal share ``min(1, G/N)``, estimated on every
+  arrival and completion as ``admitted + (elapsed + R_j) / share`` and averaged over time
+  (each estimate weighted by the rounds it stood; ``0.9 · average + 0.1 · latest``);
+* the hard finish-time rows ``now + TΔ + s_j / share <= ρ_max F̄_j`` are tried first; when
+  they cannot hold, the priorities ``π_j = ρ̂_j^λ`` (``ρ̂_j^100`` when ``R_j < Δ``) for the
+  jobs whose projected ratio ``ρ̂_j = (now + R_j / share) / F̄_j`` exceeds ρ_max replace them,
+  and the reordering MILP moves high-priority rounds forward in the window.
+
+Each planned round is then filled work-conservingly: idle GPUs go to unplanned jobs,
+longest predicted remaining time first, while they fit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from formulations import shockwave as market_program
+from formulations.shockwave import Market
+from optim import SolveOptions, Status, solve
+from optim.errors import SolverFailedError
+
+from .base import ProgramClass
+from .planning import RoundPlan, RoundPlanner, RoundState
+from .remaining_time import RemainingTime
+from .shockwave_config import ShockwaveConfig
+
+#: momentum of the finish-time estimate's history against its latest value
+MOMENTUM = 0.9
+#: priorities are capped here so objective coefficients stay within solver tolerances
+PRIORITY_CAP = 1e6
+#: priority exponent for a job predicted to finish within one round
+URGENT_EXPONENT = 100.0
+
+
+class Shockwave(RoundPlanner):
+    name = "shockwave"
+    program = ProgramClass.MILP
+
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None,
+                 config: ShockwaveConfig | None = None):
+        super().__init__(solver, options)
+        self.config = config or ShockwaveConfig()
+        self._predictors: dict[int, RemainingTime] = {}
+        self._estimates: dict[int, list[tuple[int, float]]] = {}
+        self._known: frozenset[int] = frozenset()
+        self._plan: dict[int, np.ndarray] = {}
+        self._since_solve = 0
+
+    def _predictor(self, state: RoundState, job: int) -> RemainingTime:
+        pred = self._predictors.get(job)
+        if pred is None:
+            pred = self._predictors[job] = RemainingTime(*state.profile.job(job))
+        return pred
+
+    def plan(self, state: RoundState) -> RoundPlan:
+        jobs = state.jobs
+        known = frozenset(jobs.tolist())
+        self._since_solve += 1
+        due = (known != self._known or self._since_solve >= self.config.reoptimize_every
+               or state.round_index not in self._plan)
+        if jobs.size == 0:
+            self._known, self._plan = known, {}
+            return RoundPlan(jobs)
+        if not due:
+            planned = self._plan[state.round_index]
+            return RoundPlan(planned[np.isin(planned, jobs)])
+        tic = time.perf_counter()
+        if known != self._known:
+            self._reestimate(state)
+        self._known = known
+        rounds, timings, notes = self._solve(state)
+        self._plan = {state.round_index + t: r for t, r in enumerate(rounds)}
+        self._since_solve = 0
+        seconds = time.perf_counter() - tic
+        return RoundPlan(self._plan[state.round_index], solved=True, seconds=seconds, timings=timings, notes=notes)
+
+    def _remaining(self, state: RoundState) -> np.ndarray:
+        return np.array([self._predictor(state, j).predict(d, oracle=self.config.oracle)
+                         for j, d in zip(state.jobs.tolist(), state.epochs_done.tolist())])
+
+    def _reestimate(self, state: RoundState) -> None:
+        """Append every active job's equal-share finish-time estimate to its history."""
+        share = min(1.0, state.gpus / state.jobs.size)
+        remaining = self._remaining(state)
+        for j, d, adm, rem in zip(state.jobs.tolist(), state.epochs_done.tolist(), state.admitted.tolist(),
+                                  remaining.tolist()):
+            estimate = adm + (self._predictor(state, j).elapsed(d) + rem) / share
+            self._estimates.setdefault(j, []).append((state.round_index, estimate))
+        for gone in self._known - frozenset(state.jobs.tolist()):
+            self._estimates.pop(gone, None)
+            self._predictors.pop(gone, None)
+
+    def _target(self, job: int, round_index: int) -> float:
+        """Momentum average of the job's finish-time estimates (see the module doc)."""
+        history = self._estimates[job]
+        stamps = np.array([r for r, _ in history] + [round_index], dtype=float)
+        values = np.array([v for _, v in history])
+        spans = np.diff(stamps)
+        weights = spans / spans.sum() if spans.sum() > 0 else np.full(values.size, 1.0 / values.size)
+        return MOMENTUM * float(weights @ values) + (1.0 - MOMENTUM) * float(values[-1])
+
+    def _solve(self, state: RoundState) -> tuple[list[np.ndarray], dict, list[str]]:
+        cfg, N = self.config, state.jobs.size
+        remaining = self._remaining(state)
+        epoch_seconds = np.array([self._predictor(state, j).mean_epoch(d)
+                                  for j, d in zip(state.jobs.tolist(), state.epochs_done.tolist())])
+        share = min(1.0, state.gpus / N)
+        target = np.array([self._target(j, state.round_index) for j in state.jobs.tolist()])
+        window_end = state.now + cfg.rounds * state.round_length
+        market = Market(state.gpus, cfg.rounds, state.round_length, state.scale_factors,
+                        np.minimum(state.epochs_done, state.epochs_total), state.epochs_total,
+                        np.maximum(epoch_seconds, 1e-6), remaining, cfg.k)
+        options = SolveOptions(mip_gap=cfg.mip_gap, time_limit=cfg.time_limit, log_gap=cfg.mip_gap,
+                               threads=self.options.threads, verbose=self.options.verbose, raw=self.options.raw)
+        timings: dict[str, float] = {"build": 0.0, "translate": 0.0, "solve": 0.0}
+        notes: list[str] = []
+        slack = (cfg.rho_max * target - window_end) * share
+        x = None
+        if (slack >= 0).all():
+            result = self._run(market_program.build(replace(market, finish_slack=slack)), market, options, timings)
+            if result.has_solution and result.status in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT):
+                x = market_program.decode(market, result)
+        if x is None:
+            rho = (state.now + remaining / share) / target
+            exponent = np.where(remaining < state.round_length, URGENT_EXPONENT, cfg.lam)
+            with np.errstate(over="ignore"):
+                priority = np.where(rho > cfg.rho_max, np.power(rho, exponent), 1.0)
+            if (priority > PRIORITY_CAP).any():
+                notes.append(f"shockwave: finish-time priorities capped at {PRIORITY_CAP:g}")
+            priority = np.minimum(priority, PRIORITY_CAP)
+            market = replace(market, priorities=priority)
+            result = self._run(market_program.build(market), market, options, timings)
+            x = market_program.decode(market, result)
+            counts = x.sum(axis=1)
+            if (priority > 1).any() and counts.any():
+                reorder = market_program.build_reorder(state.scale_factors, state.gpus, cfg.rounds, counts, priority)
+                start = np.zeros(reorder.num_vars)
+                start[: x.size] = x.reshape(-1)
+                ranked = self._run(reorder, None, replace(options, start=start), timings, need=False)
+                if ranked.has_solution:
+                    x = np.rint(ranked.value("y")).astype(np.int64)
+        return self._fill(state, x, remaining), timings, notes
+
+    def _run(self, model, market: Market | None, options: SolveOptions, timings: dict, need: bool = True):
+        if market is not None and options.start is None:
+            options = replace(options, start=_zero_plan(model, market))
+        result = solve(model, self.solver, options, check=True)
+        for key in timings:
+            timings[key] += getattr(result.timings, key)
+        if need and not result.has_solution:
+            raise SolverFailedError(f"policy 'shockwave' on {self.solver}: {model.name} returned no schedule "
+                                    f"({result.status}: {result.message})")
+        return result
+
+    def _fill(self, state: RoundState, x: np.ndarray, remaining: np.ndarray) -> list[np.ndarray]:
+        """Planned rounds as trace ids, each topped up with unplanned jobs (longest predicted
+        remaining time first) while their GPUs fit."""
+        jobs, w, G = state.jobs, state.scale_factors, state.gpus
+        by_remaining = np.argsort(-remaining, kind="stable")
+        rounds = []
+        for t in range(x.shape[1]):
+            chosen = x[:, t] > 0
+            idle = G - int(w[chosen].sum())
+            extra = []
+            for i in by_remaining.tolist():
+                if idle <= 0:
+                    break
+                if not chosen[i] and w[i] <= idle:
+                    idle -= int(w[i])
+                    extra.append(i)
+            rounds.append(jobs[np.concatenate([np.flatnonzero(chosen), np.asarray(extra, dtype=np.int64)])])
+        return rounds
+
+
+def _zero_plan(model, market: Market) -> np.ndarray:
+    """The empty schedule: nothing runs, every job keeps its remaining time."""
+    start = np.zeros(model.num_vars)
+    start[model.blocks["s"].columns] = market.remaining_seconds
+    start[model.blocks["z"].columns] = market.remaining_seconds.max(initial=0.0)
+    return start

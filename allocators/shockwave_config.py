@@ -1,0 +1,78 @@
+"""Shockwave's parameters, from the published ``configurations/*.json`` format or by hand.
+
+Published keys: ``future_rounds`` (T), ``k``, ``lambda``, ``rhomax``, ``solver_rel_gap``,
+``solver_timeout`` (s), and ``log_approximation_bases``, ``gpu_ram``,
+``solver_num_threads``, which do not apply here (the log utility is exact or cut to a
+reported gap; no GPU-memory model; threads are the solver's default).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+#: published keys with no effect here
+IGNORED_KEYS = ("log_approximation_bases", "gpu_ram", "solver_num_threads", "num_gpus", "time_per_iteration")
+_KEYS = {"future_rounds": "rounds", "k": "k", "lambda": "lam", "rhomax": "rho_max",
+         "solver_rel_gap": "mip_gap", "solver_timeout": "time_limit", "reoptimize_every": "reoptimize_every"}
+
+
+class ShockwaveConfigError(ValueError):
+    """A malformed configuration; names the file and the key."""
+
+
+@dataclass(frozen=True)
+class ShockwaveConfig:
+    """``rounds``: planning window T; ``k``: weight of the makespan term; ``lam``: priority
+    exponent λ; ``rho_max``: FTF bound; ``mip_gap`` and ``time_limit`` (s) per solve;
+    ``reoptimize_every``: rounds between scheduled re-plans; ``oracle``: exact remaining
+    times instead of the Dirichlet predictor."""
+
+    rounds: int = 20
+    k: float = 1e-3
+    lam: float = 12.0
+    rho_max: float = 1.0
+    mip_gap: float = 1e-3
+    time_limit: float = 15.0
+    reoptimize_every: int = 8
+    oracle: bool = False
+
+    def __post_init__(self) -> None:
+        checks = {"rounds": self.rounds >= 1 and int(self.rounds) == self.rounds,
+                  "k": math.isfinite(self.k) and self.k >= 0, "lam": math.isfinite(self.lam) and self.lam >= 0,
+                  "rho_max": math.isfinite(self.rho_max) and self.rho_max > 0,
+                  "mip_gap": math.isfinite(self.mip_gap) and self.mip_gap > 0,
+                  "time_limit": self.time_limit > 0,
+                  "reoptimize_every": self.reoptimize_every >= 1 and int(self.reoptimize_every) == self.reoptimize_every}
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ShockwaveConfigError(f"shockwave config: invalid {', '.join(f'{b}={getattr(self, b)!r}' for b in bad)}")
+
+
+def read_shockwave_config(path: str | os.PathLike) -> ShockwaveConfig:
+    """Read a published Shockwave configuration JSON (errors name the file and key)."""
+    src = os.fspath(path)
+    try:
+        raw = json.loads(Path(src).read_text())
+    except OSError as exc:
+        raise ShockwaveConfigError(f"{src}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ShockwaveConfigError(f"{src}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(raw, dict):
+        raise ShockwaveConfigError(f"{src}: expected a JSON object of parameters")
+    fields = {}
+    for key, value in raw.items():
+        if key in IGNORED_KEYS:
+            continue
+        if key not in _KEYS:
+            raise ShockwaveConfigError(f"{src}: unknown key {key!r} (known: {', '.join([*_KEYS, *IGNORED_KEYS])})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ShockwaveConfigError(f"{src}: key {key!r}: expected a number, got {value!r}")
+        fields[_KEYS[key]] = value
+    try:
+        return ShockwaveConfig(**fields)
+    except ShockwaveConfigError as exc:
+        raise ShockwaveConfigError(f"{src}: {exc}") from None
