@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from formulations import Allocation, AllocationProblem, ProblemError, combinations, min_total_duration
+from formulations import (
+    Allocation,
+    AllocationProblem,
+    ProblemError,
+    combinations,
+    min_total_duration,
+)
 from optim import SolveOptions, Status, solve
 
 from .base import Policy, ProgramClass

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from formulations import ProblemError
+
 from .base import Policy
 
 
@@ -76,4 +78,5 @@ class RoundPlanner(Policy):
     def plan(self, state: RoundState) -> RoundPlan: ...
 
     def allocate(self, problem):
-        raise TypeError(f"policy {self.name!r} plans rounds itself; the engine calls plan(), not allocate()")
+        raise ProblemError(f"policy {self.name!r} plans whole rounds over time, not one allocation: "
+                           f"run it with `schedopt simulate --policy {self.name}`")

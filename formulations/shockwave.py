@@ -114,9 +114,10 @@ def build(market: Market) -> Model:
     E = market.epochs_total
     floor = market.log_floor
     low = market.epochs_done / E + floor
-    high = (market.epochs_done + market.progress_cap()) / E + floor
-    m.add_log_utility(market.priorities / (N * T), {p: sp.diags(1.0 / E, format="csr")},
-                      offset=low, argument_range=(low, high))
+    cap = market.progress_cap()
+    one_round = np.minimum(cap, market.round_length / market.epoch_seconds)
+    m.add_log_utility(market.priorities / (N * T), {p: sp.diags(1.0 / E, format="csr")}, offset=low,
+                      argument_range=(low + one_round / E, low + cap / E))
     return m
 
 

@@ -458,8 +458,9 @@ class Model:
         """Add ``sum_i weights_i * log(sum_b terms[b][i] @ x_b + offset_i)`` to the objective.
 
         Requires a maximized objective and ``weights >= 0`` (the sum is then concave).
-        ``argument_range = (lo, hi)``: bounds the formulation knows each argument keeps at
-        an optimum; backends without a log cone seed their tangent cuts there.
+        ``argument_range = (lo, hi)``: where the formulation expects each argument at an
+        optimum (besides the offset itself); backends without a log cone seed their tangent
+        cuts there and at the offset.
         """
         w = np.atleast_1d(np.asarray(weights, dtype=float))
         k = w.shape[0]

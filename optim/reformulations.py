@@ -28,7 +28,7 @@ from .result import Result, Status, Timings
 #: smallest argument allowed inside a log (keeps the tangent slopes finite)
 LOG_DOMAIN_EPS = 1e-9
 #: largest over-estimate of log(u) (absolute) between two seeded cuts
-SEED_ERROR = 1e-3
+SEED_ERROR = 5e-3
 
 
 def _tangent_error(r: float) -> float:
@@ -64,7 +64,8 @@ def _cut_rows(model: CanonicalModel, active: np.ndarray, points: np.ndarray):
 def _seed_points(terms, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(term, point) pairs of the first cuts: a geometric grid over each term's known
     argument range, fine enough that no argument is over-estimated by more than
-    ``SEED_ERROR``; one point at ``max(offset, 1)`` where the range is unknown."""
+    ``SEED_ERROR``, plus the offset (the argument where the linear part is 0) when it lies
+    below the range; one point at ``max(offset, 1)`` where the range is unknown."""
     lo = terms.lo[active] if terms.lo is not None else np.full(active.size, np.nan)
     hi = terms.hi[active] if terms.hi is not None else np.full(active.size, np.nan)
     known = np.isfinite(lo) & np.isfinite(hi)
@@ -75,7 +76,10 @@ def _seed_points(terms, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     k = np.arange(which.size) - np.repeat(np.cumsum(count) - count, count)
     step = np.where(count > 1, span / np.maximum(count - 1, 1), 0.0)
     base = np.where(known, lo, np.maximum(terms.offset[active], 1.0))
-    return active[which], base[which] * np.exp(step[which] * k)
+    points = base[which] * np.exp(step[which] * k)
+    anchor = np.flatnonzero(known & (terms.offset[active] > 0) & (terms.offset[active] < lo))
+    return (np.concatenate([active[which], active[anchor]]),
+            np.concatenate([points, terms.offset[active][anchor]]))
 
 
 def _with_epigraph(model: CanonicalModel, terms, x: np.ndarray) -> np.ndarray:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich import box
@@ -13,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from allocators import POLICIES, ProgramClass, UnknownPolicyError, make_policy
+from allocators.shockwave_config import read_shockwave_config
 from formulations import ProblemError, allocation_violations
 from optim import Capability, OptimError, SolveOptions, all_backends, backends_with
 from simulator import (
@@ -114,16 +114,16 @@ def policies() -> None:
 def solve(
     policy: str = typer.Option("max_min_fairness_perf", help="Policy name (see `schedopt policies`)."),
     solver: str = typer.Option("highs", help="highs | gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
-    cluster: Optional[str] = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
-    jobs: Optional[int] = typer.Option(None, help="Sample this many jobs from the throughput table."),
+    cluster: str | None = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
+    jobs: int | None = typer.Option(None, help="Sample this many jobs from the throughput table."),
     seed: int = typer.Option(0, help="Seed of the job sampler."),
     multi_gpu: bool = typer.Option(False, help="Sample Gavel's 1/2/4/8-GPU scale-factor mix."),
-    problem: Optional[Path] = typer.Option(None, help="Jobs CSV (job_type[,job_id,scale_factor,priority_weight])."),
-    throughputs: Optional[Path] = typer.Option(None, help="Throughput table in Gavel's JSON format."),
-    prices: Optional[str] = typer.Option(None, help="Price per GPU-hour of each type, e.g. v100=2.48,p100=1.46,k80=0.9"),
-    time_limit: Optional[float] = typer.Option(None, help="Solver time limit in seconds."),
-    threads: Optional[int] = typer.Option(None, help="Solver threads."),
-    output: Optional[Path] = typer.Option(None, help="Write the allocation to FILE.csv or FILE.json."),
+    problem: Path | None = typer.Option(None, help="Jobs CSV (job_type[,job_id,scale_factor,priority_weight])."),
+    throughputs: Path | None = typer.Option(None, help="Throughput table in Gavel's JSON format."),
+    prices: str | None = typer.Option(None, help="Price per GPU-hour of each type, e.g. v100=2.48,p100=1.46,k80=0.9"),
+    time_limit: float | None = typer.Option(None, help="Solver time limit in seconds."),
+    threads: int | None = typer.Option(None, help="Solver threads."),
+    output: Path | None = typer.Option(None, help="Write the allocation to FILE.csv or FILE.json."),
     show: int = typer.Option(20, help="Jobs to print in the per-job summary."),
     example: bool = typer.Option(False, "--example", help=(
         f"Built-in example: {EXAMPLE_JOBS} sampled jobs on {EXAMPLE_CLUSTER} with the built-in table.")),
@@ -204,31 +204,39 @@ def _window(text: str | None) -> tuple[int, int] | None:
 @app.command("simulate")
 @user_errors
 def simulate_command(
-    trace: Optional[Path] = typer.Option(None, help="Job trace (Gavel's 10-column or legacy 7-column format)."),
-    generate: Optional[int] = typer.Option(None, help="Generate this many jobs from Gavel's distributions."),
+    trace: Path | None = typer.Option(None, help="Job trace (Gavel's 10-column or legacy 7-column format)."),
+    generate: int | None = typer.Option(None, help="Generate this many jobs from Gavel's distributions."),
     example: bool = typer.Option(False, "--example", help=(
         f"Built-in example: {EXAMPLE['num_jobs']} generated jobs (one every {EXAMPLE['lam']:g} s on average) "
         f"on {EXAMPLE['cluster']} with the built-in throughput table.")),
     policy: str = typer.Option("max_min_fairness_perf", help="Policy name (see `schedopt policies`)."),
     solver: str = typer.Option("auto", help="auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | "
                                              "gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
-    cluster: Optional[str] = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
-    throughputs: Optional[Path] = typer.Option(None, help="Throughput table in Gavel's JSON format [default: built-in]."),
-    round_length: float = typer.Option(360.0, "--round", help="Round length in seconds."),
-    reset_interval: float = typer.Option(1920.0, help="Minimum seconds between allocation recomputations."),
-    window: Optional[str] = typer.Option(None, help="Measure (and stop after) jobs FIRST:END, e.g. 100:400."),
+    cluster: str | None = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
+    throughputs: Path | None = typer.Option(None, help="Throughput table in Gavel's JSON format [default: built-in]."),
+    round_length: float | None = typer.Option(None, "--round", help=(
+        "Round length in seconds [default: 360; 120 for Shockwave traces and --policy shockwave]")),
+    reset_interval: float | None = typer.Option(None, help=(
+        "Minimum seconds between allocation recomputations [default: 1920; 1000 for Shockwave]")),
+    window: str | None = typer.Option(None, help="Measure (and stop after) jobs FIRST:END, e.g. 100:400."),
     seed: int = typer.Option(0, help="Seed of the generator, the type shuffle and randomized policies."),
     lam: float = typer.Option(0.0, help="With --generate: mean seconds between arrivals (0 = all at once)."),
     multi_gpu: bool = typer.Option(False, help="With --generate: Gavel's 1/2/4/8-GPU scale-factor mix."),
     priority_fraction: float = typer.Option(0.0, help="With --generate: fraction of jobs with weight 5."),
-    overhead: float = typer.Option(0.0, help="Checkpoint/restore seconds charged to a job resuming after a pause."),
+    overhead: float | None = typer.Option(None, help=(
+        "Checkpoint/restore seconds charged to a job resuming after a pause [default: 0; 20 for Shockwave]")),
+    max_runtime_factor: float | None = typer.Option(None, help=(
+        "Complete a job once it ran this many times its isolated run time (published Shockwave: 1.5) "
+        "[default: off; 1.5 for Shockwave; 0 = off]")),
+    config_file: Path | None = typer.Option(None, "--config", help=(
+        "Shockwave parameters (k, lambda, window, MIP gap, time limit) in the published JSON format.")),
     gpus_per_server: int = typer.Option(1, help="GPUs per server (placement and lease extension)."),
     unconsolidated: bool = typer.Option(False, help="Multi-GPU jobs spread over servers run at the "
                                                     "table's _unconsolidated rates."),
     gavel_compat: bool = typer.Option(False, help="Reproduce the published Gavel simulator's defects (README)."),
-    prices: Optional[str] = typer.Option(None, help="Price per GPU-hour of each type, e.g. v100=2.48,p100=1.46,k80=0.9"),
-    write_trace_to: Optional[Path] = typer.Option(None, "--write-trace", help="Write the generated workload as a trace."),
-    out: Optional[Path] = typer.Option(None, help="Write jobs.csv, timeline.csv and summary.json into DIR."),
+    prices: str | None = typer.Option(None, help="Price per GPU-hour of each type, e.g. v100=2.48,p100=1.46,k80=0.9"),
+    write_trace_to: Path | None = typer.Option(None, "--write-trace", help="Write the generated workload as a trace."),
+    out: Path | None = typer.Option(None, help="Write jobs.csv, timeline.csv and summary.json into DIR."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
     """Replay a trace (or a generated workload) round by round under a policy and report JCT,
@@ -247,12 +255,20 @@ def simulate_command(
                      "priority_fraction": priority_fraction, "seed": seed}
     if write_trace_to is not None and generated is None:
         raise ValueError("--write-trace needs --generate or --example")
-    config = SimulationConfig(round_length=round_length, reset_interval=reset_interval, overhead=overhead,
-                              gpus_per_server=gpus_per_server, unconsolidated=unconsolidated, seed=seed,
-                              window=_window(window), gavel_compat=gavel_compat)
+    if config_file is not None and policy != "shockwave":
+        raise ValueError(f"--config is for --policy shockwave, not {policy!r}")
+    params = {"config": read_shockwave_config(config_file)} if config_file is not None else {}
     table = read_gavel_json(throughputs) if throughputs else example_table()
     spec = parse_cluster(cluster or DEFAULT_CLUSTER)
     workload = read_trace(trace) if trace is not None else None
+    shockwave = policy == "shockwave" or (workload is not None and workload.adaptive)
+    given = {"round_length": round_length, "reset_interval": reset_interval, "overhead": overhead}
+    fields = {"gpus_per_server": gpus_per_server, "unconsolidated": unconsolidated, "seed": seed,
+              "window": _window(window), "gavel_compat": gavel_compat,
+              **{k: v for k, v in given.items() if v is not None}}
+    if max_runtime_factor is not None:
+        fields["max_runtime_factor"] = max_runtime_factor or None
+    config = SimulationConfig.shockwave(**fields) if shockwave else SimulationConfig(**fields)
     if throughputs is None and workload is not None:
         table = _table_for(workload, trace, table)
     if generated is not None:
@@ -265,7 +281,7 @@ def simulate_command(
     solver_spec = default_solver(policy) if solver == "auto" else solver
     with _progress_bar(progress) as report:
         result = run_simulation(workload, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
-                                config=config, prices=prices, progress=report)
+                                config=config, prices=prices, progress=report, policy_params=params)
     _print_summary(result.summary)
     if out is not None:
         for path in result.write(out):
@@ -306,18 +322,20 @@ class _progress_bar:
         )
 
         self._bar = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
-                             TextColumn("jobs  t={task.fields[t]}  solves={task.fields[solves]}"),
+                             TextColumn("jobs  t={task.fields[t]}  solves={task.fields[solves]} "
+                                        "(last {task.fields[last]})"),
                              TimeElapsedColumn(), console=err, transient=True)
         self._bar.start()
-        self._task = self._bar.add_task("sim", total=None, t="0 h", solves=0)
+        self._task = self._bar.add_task("sim", total=None, t="0 h", solves=0, last="-")
         self._last = 0.0
         self._clock = time.monotonic
 
-        def report(now: float, done: int, total: int, solves: int) -> None:
+        def report(now: float, done: int, total: int, solves: int, last: float) -> None:
             tick = self._clock()
             if tick - self._last >= 0.1:
                 self._last = tick
-                self._bar.update(self._task, completed=done, total=total, t=f"{now / 3600:.1f} h", solves=solves)
+                self._bar.update(self._task, completed=done, total=total, t=f"{now / 3600:.1f} h", solves=solves,
+                                 last=f"{last * 1e3:.0f} ms")
 
         return report
 
@@ -340,6 +358,10 @@ def _print_summary(summary: dict) -> None:
         ("utilization", f"{summary['utilization']:.1%}"),
         ("finish-time fairness rho (mean / worst)", f"{summary['rho_mean']:.3f} / {summary['rho_worst']:.3f}"),
         ("jobs with rho > 1.05", f"{summary['unfair_fraction']:.1%}"),
+        ("FTF JCT / (isolated x max(1, N/G)) (mean / worst)", f"{summary['ftf_mean']:.3f} / {summary['ftf_worst']:.3f}"),
+        ("jobs with FTF > 1.05", f"{summary['ftf_unfair_fraction']:.1%}"),
+        *([("completions forced at the runtime cap", str(summary["forced_completions"]))]
+          if summary["max_runtime_factor"] else []),
         ("lease-extension rate", f"{summary['lease_extension_rate']:.1%}"),
         ("preemptions", str(summary["preemptions"])),
         ("allocation solves", str(summary["solves"])),

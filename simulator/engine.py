@@ -91,7 +91,8 @@ class SimulationConfig:
             raise ValueError(f"window must be lo:hi with 0 <= lo < hi, got {self.window[0]}:{self.window[1]}")
 
 
-Progress = Callable[[float, int, int, int], None]
+#: progress(now, jobs done, jobs, solves, seconds of the last solve)
+Progress = Callable[[float, int, int, int, float], None]
 
 
 def type_order(workload: Workload) -> list[int]:
@@ -216,7 +217,8 @@ class Engine:
                 stalled, changed, mech.last_reset = True, True, 0.0
                 running = dispatched
             if progress is not None:
-                progress(now, int(rec.done.sum()), J, len(rec.solve_seconds))
+                progress(now, int(rec.done.sum()), J, len(rec.solve_seconds),
+                         rec.solve_seconds[-1] if rec.solve_seconds else 0.0)
         rec.notes.update(self.jobs.notes)
         return summarize(w, self.policy, cfg, rec, now)
 

@@ -19,7 +19,7 @@ from formulations import (
     max_min_fairness,
     min_total_duration,
 )
-from optim import Capability, Model, Status, available_backends, solve
+from optim import Capability, Status, available_backends, solve
 from optim.column_generation import solve_by_column_generation
 
 CONIC = [b.spec for b in available_backends() if Capability.SOC in b.capabilities()]
@@ -249,7 +249,8 @@ def test_backends_agree_on_random_instances(backend):
 
 
 def test_every_policy_on_the_published_table(shared_data):
-    """100 jobs (Gavel's 1/2/4/8 mix; single-GPU for allox) on 36:36:36 with Gavel's table."""
+    """100 jobs (Gavel's 1/2/4/8 mix; single-GPU for allox and gandiva_fair, whose equal time
+    shares exceed capacity with multi-GPU jobs) on 36:36:36 with Gavel's table."""
     from allocators import POLICIES
     from simulator import build_problem, parse_cluster, read_gavel_json, sample_jobs
 
@@ -257,8 +258,10 @@ def test_every_policy_on_the_published_table(shared_data):
     cluster = parse_cluster("v100=36,p100=36,k80=36")
     multi = build_problem(cluster, sample_jobs(table, 100, 0, multi_gpu=True), table, pairs=True)
     single = build_problem(cluster, sample_jobs(table, 100, 0), table, pairs=True)
-    for name in sorted(POLICIES):
-        problem = single if name == "allox" else multi
+    from allocators.planning import RoundPlanner
+
+    for name in sorted(n for n, cls in POLICIES.items() if not issubclass(cls, RoundPlanner)):
+        problem = single if name in ("allox", "gandiva_fair") else multi
         alloc = make_policy(name).allocate(problem)
         assert allocation_violations(alloc) == [], name
         assert alloc.effective_throughput().sum() > 0, name

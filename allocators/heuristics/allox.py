@@ -62,23 +62,35 @@ class AlloX(HeuristicPolicy):
     slots by :func:`match`; each GPU's first job (:func:`first_in_line`) starts with
     allocation 1.0 on that GPU's type, the rest wait. Gavel also adds the time since arrival
     to every slot's cost; that is a constant per job and leaves the matching unchanged.
+
+    ``multi_gpu=True`` is Shockwave's variant (which used alpha 0.2): multi-GPU jobs are
+    accepted and matched like the others, each counting as ONE free GPU, and a chosen job
+    gets allocation ``1 / s_i`` on its type (GPU share ``s_i x_ij = 1``). Only jobs with
+    allocation 1.0 (single-GPU jobs) keep their place; multi-GPU jobs return to the waiting
+    pool at every call and must be matched again. So ``sum_i s_i x_ij`` = #running + #chosen
+    ``<= W_j``. (Shockwave also copies a multi-GPU job's previous ``1 / s`` when it is not
+    chosen again, which ignores capacity; that is not reproduced.) Without the flag a
+    multi-GPU job is a ProblemError.
     """
 
     name = "allox"
 
-    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, alpha: float = 0.3):
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, alpha: float = 0.3,
+                 multi_gpu: bool = False):
         super().__init__(solver, options)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"policy 'allox': alpha must lie in [0, 1], got {alpha}")
         self.alpha = alpha
+        self.multi_gpu = multi_gpu
         self._placed: dict[int, str] = {}
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
-        multi = np.flatnonzero(problem.scale_factors != 1)
-        if multi.size:
+        s = problem.scale_factors
+        multi = np.flatnonzero(s != 1)
+        if multi.size and not self.multi_gpu:
             i = multi[0]
             raise ProblemError(f"policy 'allox' schedules single-GPU jobs only; {problem.describe_job(i)} "
-                               f"needs {problem.scale_factors[i]} GPUs")
+                               f"needs {s[i]} GPUs (multi_gpu=True gives Shockwave's variant)")
         R = problem.require("remaining_steps", self.name)
         placement = resume(problem, arrival_order(problem), self._placed, {})
         free = np.floor(placement.free + 1e-9).astype(np.int64)
@@ -94,7 +106,9 @@ class AlloX(HeuristicPolicy):
         processing = np.where(runnable(problem)[window], R[window, None] / np.where(T > 0, T, 1.0), np.inf)
         rows, types, _ = match(processing, free)
         start = first_in_line(processing, rows, types, free)
-        for i, j in zip(window[rows[start]], types[start]):
-            placement.x[i, j] = 1.0
+        chosen, on = window[rows[start]], types[start]
+        placement.x[chosen, on] = 1.0 / s[chosen]
+        whole = s[chosen] == 1  # allocation 1.0: placed until the job leaves
+        for i, j in zip(chosen[whole], on[whole]):
             self._placed[int(problem.job_ids[i])] = problem.worker_types[j]
         return self._allocation(problem, placement.x, placement.notes)
