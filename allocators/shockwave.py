@@ -127,7 +127,8 @@ class Shockwave(RoundPlanner):
         slack = (cfg.rho_max * target - window_end) * share
         x = None
         if (slack >= 0).all():
-            result = self._run(market_program.build(replace(market, finish_slack=slack)), market, options, timings)
+            result = self._run(market_program.build(replace(market, finish_slack=slack)), market, options, timings,
+                               need=False)
             if result.has_solution and result.status in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT):
                 x = market_program.decode(market, result)
         if x is None:
