@@ -54,7 +54,6 @@ class Shockwave(RoundPlanner):
         self._estimates: dict[int, list[tuple[int, float]]] = {}
         self._known: frozenset[int] = frozenset()
         self._plan: dict[int, np.ndarray] = {}
-        self._since_solve = 0
 
     def _predictor(self, state: RoundState, job: int) -> RemainingTime:
         pred = self._predictors.get(job)
@@ -65,8 +64,7 @@ class Shockwave(RoundPlanner):
     def plan(self, state: RoundState) -> RoundPlan:
         jobs = state.jobs
         known = frozenset(jobs.tolist())
-        self._since_solve += 1
-        due = (known != self._known or self._since_solve >= self.config.reoptimize_every
+        due = (known != self._known or state.round_index % self.config.reoptimize_every == 0
                or state.round_index not in self._plan)
         if jobs.size == 0:
             self._known, self._plan = known, {}
@@ -80,7 +78,6 @@ class Shockwave(RoundPlanner):
         self._known = known
         rounds, timings, notes = self._solve(state)
         self._plan = {state.round_index + t: r for t, r in enumerate(rounds)}
-        self._since_solve = 0
         seconds = time.perf_counter() - tic
         return RoundPlan(self._plan[state.round_index], solved=True, seconds=seconds, timings=timings, notes=notes)
 
@@ -143,7 +140,7 @@ class Shockwave(RoundPlanner):
             result = self._run(market_program.build(market), market, options, timings)
             x = market_program.decode(market, result)
             counts = x.sum(axis=1)
-            if (priority > 1).any() and counts.any():
+            if counts.any():
                 reorder = market_program.build_reorder(state.scale_factors, state.gpus, cfg.rounds, counts, priority)
                 start = np.zeros(reorder.num_vars)
                 start[: x.size] = x.reshape(-1)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from allocators import POLICIES, ProgramClass, UnknownPolicyError, make_policy
+from allocators.planning import RoundPlanner
 from allocators.shockwave_config import read_shockwave_config
 from formulations import ProblemError, allocation_violations
 from optim import Capability, OptimError, SolveOptions, all_backends, backends_with
@@ -279,7 +280,7 @@ def simulate_command(
             write_trace(workload, write_trace_to)
             console.print(f"wrote {write_trace_to}")
     solver_spec = default_solver(policy) if solver == "auto" else solver
-    with _progress_bar(progress) as report:
+    with _progress_bar(progress, "re-plans" if issubclass(POLICIES.get(policy, object), RoundPlanner) else "solves") as report:
         result = run_simulation(workload, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
                                 config=config, prices=prices, progress=report, policy_params=params)
     _print_summary(result.summary)
@@ -303,10 +304,12 @@ def _table_for(workload, trace: Path, builtin):
 
 
 class _progress_bar:
-    """A rich progress line (simulated time, jobs done, solves), redrawn at most 10 times a second."""
+    """A rich progress line (simulated time, jobs done, solves or re-plans and the last one's
+    time), redrawn at most 10 times a second."""
 
-    def __init__(self, enabled: bool):
+    def __init__(self, enabled: bool, solves: str = "solves"):
         self.enabled = enabled and err.is_terminal
+        self.solves = solves
 
     def __enter__(self):
         if not self.enabled:
@@ -322,7 +325,7 @@ class _progress_bar:
         )
 
         self._bar = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
-                             TextColumn("jobs  t={task.fields[t]}  solves={task.fields[solves]} "
+                             TextColumn("jobs  t={task.fields[t]}  " + self.solves + "={task.fields[solves]} "
                                         "(last {task.fields[last]})"),
                              TimeElapsedColumn(), console=err, transient=True)
         self._bar.start()
@@ -368,6 +371,9 @@ def _print_summary(summary: dict) -> None:
         ("solver time p50 / p99 / total", (f"{summary['solver_seconds_p50'] * 1e3:.1f} ms / "
                                            f"{summary['solver_seconds_p99'] * 1e3:.1f} ms / "
                                            f"{summary['solver_seconds_total']:.2f} s")),
+        *([("of which build / translate / solve", " / ".join(
+            f"{summary[f'solver_{k}_seconds_total']:.2f} s" for k in ("build", "translate", "solve")))]
+          if summary["solver_solve_seconds_total"] > 0 else []),
     ]
     for name, value in rows:
         table.add_row(name, value)

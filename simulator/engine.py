@@ -273,7 +273,7 @@ class Engine:
             problem, pair_rows = self._problem(now, jobs, rec)
             tic = time.perf_counter()
             allocation = self.policy.allocate(problem)
-            rec.solve_seconds.append(time.perf_counter() - tic)
+            rec.log_solve(now, jobs.size, time.perf_counter() - tic)
         except (OptimError, ProblemError) as exc:
             raise SimulationError(f"policy {self.policy.name!r} on solver {self.policy.solver!r} at t={now:.1f} s "
                                   f"({jobs.size} jobs): {exc}") from None
@@ -307,7 +307,7 @@ class Engine:
             raise SimulationError(f"policy {self.policy.name!r} on solver {self.policy.solver!r} at t={now:.1f} s "
                                   f"({jobs.size} jobs): {exc}") from None
         if plan.solved:
-            rec.solve_seconds.append(plan.seconds)
+            rec.log_solve(now, jobs.size, plan.seconds, plan.timings)
         rec.notes.update(dict.fromkeys(plan.notes))
         chosen = np.asarray(plan.jobs, dtype=np.int64)
         if chosen.size and (not active[chosen].all() or np.unique(chosen).size != chosen.size
@@ -379,13 +379,16 @@ class Engine:
         rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
         complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
         forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs])
+        switched = self.jobs.after_round(jobs[~(complete | forced)], rec.steps)
+        if switched.size:  # the published rules round progress up to whole epochs: maybe the last
+            complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
+            forced &= ~complete
         done = complete | forced
         finished = jobs[done]
         if finished.size:
             rec.finish[finished] = run.finish[r[done]]
             rec.done[finished] = True
             rec.forced[jobs[forced]] = True
-        switched = self.jobs.after_round(jobs[~done], rec.steps)
         if switched.size:
             rows = self.single_row[switched]
             self.combos.rates[rows, :, 0] = self.jobs.rates[switched]

@@ -29,6 +29,10 @@ from .workload import Workload
 UNFAIR_RHO = 1.05
 
 
+#: the parts of a solve's time that policies may report
+SOLVE_SPLIT = ("build", "translate", "solve")
+
+
 @dataclass
 class RunRecord:
     """Per-job and per-round accumulators filled in by the engine."""
@@ -49,6 +53,7 @@ class RunRecord:
     extensions: int = 0
     extensions_possible: int = 0
     solve_seconds: list[float] = field(default_factory=list)
+    solve_log: list[tuple] = field(default_factory=list)
     notes: dict[str, None] = field(default_factory=dict)
     timeline: list[tuple] = field(default_factory=list)
 
@@ -66,6 +71,14 @@ class RunRecord:
             iso_b=np.where(fits, W / s, 0.0).sum(axis=1), isolated_runtime=isolated_runtime,
             runtime=np.zeros(J), forced=np.zeros(J, dtype=bool),
         )
+
+    def log_solve(self, now: float, jobs: int, seconds: float, timings: dict | None = None) -> None:
+        """Record one allocation solve or re-plan at ``now`` over ``jobs`` active jobs, taking
+        ``seconds``; ``timings`` splits it into build / translate / solve where the policy
+        reports that (round planners do)."""
+        split = timings or {}
+        self.solve_seconds.append(seconds)
+        self.solve_log.append((now, jobs, seconds, *(split.get(k, math.nan) for k in SOLVE_SPLIT)))
 
     def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: int) -> None:
         """Record one round (or idle gap) with ``present`` jobs in the system."""
@@ -99,12 +112,14 @@ def isolated_finish(starts: np.ndarray, ends: np.ndarray, present: np.ndarray, a
 
 @dataclass
 class SimulationResult:
-    """``jobs`` and ``timeline`` as column dicts (``jobs_frame()`` / ``timeline_frame()``
-    give pandas DataFrames), ``summary`` as a flat dict of metrics."""
+    """``jobs``, ``timeline`` and ``solves`` (one row per allocation solve or re-plan) as
+    column dicts (``jobs_frame()`` / ``timeline_frame()`` / ``solves_frame()`` give pandas
+    DataFrames), ``summary`` as a flat dict of metrics."""
 
     jobs: dict[str, np.ndarray]
     timeline: dict[str, np.ndarray]
     summary: dict
+    solves: dict[str, np.ndarray] = field(default_factory=dict)
 
     def jobs_frame(self):
         import pandas as pd
@@ -116,14 +131,20 @@ class SimulationResult:
 
         return pd.DataFrame(self.timeline)
 
+    def solves_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.solves)
+
     def write(self, out: str | os.PathLike) -> list[Path]:
-        """Write ``jobs.csv``, ``timeline.csv`` and ``summary.json`` into ``out``; each file
-        appears whole or not at all."""
+        """Write ``jobs.csv``, ``timeline.csv``, ``solves.csv`` and ``summary.json`` into
+        ``out``; each file appears whole or not at all."""
         out = Path(out)
-        paths = [out / "jobs.csv", out / "timeline.csv", out / "summary.json"]
+        paths = [out / "jobs.csv", out / "timeline.csv", out / "solves.csv", out / "summary.json"]
         write_atomically(paths[0], _csv_text(self.jobs))
         write_atomically(paths[1], _csv_text(self.timeline))
-        write_atomically(paths[2], json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+        write_atomically(paths[2], _csv_text(self.solves))
+        write_atomically(paths[3], json.dumps(self.summary, indent=2, default=_json_default) + "\n")
         return paths
 
 
@@ -183,6 +204,9 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
     timeline = {"start": tl[:, 0], "end": tl[:, 1],
                 **{f"busy_{t}": tl[:, 2 + j].astype(np.int64) for j, t in enumerate(types)},
                 "running_jobs": tl[:, -2].astype(np.int64), "queued_jobs": tl[:, -1].astype(np.int64)}
+    log = np.array(rec.solve_log, dtype=float).reshape(-1, 3 + len(SOLVE_SPLIT))
+    solves = {"time": log[:, 0], "jobs": log[:, 1].astype(np.int64), "seconds": log[:, 2],
+              **{f"{k}_seconds": log[:, 3 + i] for i, k in enumerate(SOLVE_SPLIT)}}
     done = rec.done
     win = done & in_window
     makespan = now - float(tr.arrival_times.min())
@@ -214,6 +238,8 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         "solver_seconds_p50": _percentile(rec.solve_seconds, 50),
         "solver_seconds_p99": _percentile(rec.solve_seconds, 99),
         "solver_seconds_total": float(sum(rec.solve_seconds)),
+        **{f"solver_{k}_seconds_total": float(np.nansum(solves[f"{k}_seconds"])) if log.size else 0.0
+           for k in SOLVE_SPLIT},
         "notes": list(rec.notes),
     }
-    return SimulationResult(jobs, timeline, summary)
+    return SimulationResult(jobs, timeline, summary, solves)
