@@ -32,8 +32,9 @@ class EpochProfile:
 
     def isolated_runtimes(self) -> np.ndarray:
         """Sum of each job's epoch durations: its isolated run time."""
-        cum = np.concatenate([[0.0], np.cumsum(self.durations)])
-        return cum[self.offsets[1:]] - cum[self.offsets[:-1]]
+        epochs = self.epochs
+        owner = np.repeat(np.arange(epochs.size), epochs)
+        return np.bincount(owner, weights=self.durations, minlength=epochs.size)
 
     def job(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """(batch sizes, durations) of job ``i``'s epochs."""

@@ -8,10 +8,13 @@ batch sizes of epochs ``0..c`` (c epochs done, the current one included), the po
 concentrations ``α_b`` rebased to E epochs, less the epochs already seen at b (where at
 least 1 remains), estimate the epochs still to run at each b::
 
-    n_b = max(E α_b / Σα − seen_b, ·)        R = Σ_b n_b d̄_b · (E − c) / max(⌊Σ n_b + 1⌋, E − c)
+    n_b = E α_b / Σα − seen_b  (seen_b subtracted only where 1 remains)
+    R = Σ_b n_b d̄_b · (E − c) / Σ_b n_b
 
-The last factor rescales the estimate to the epochs actually left. ``oracle`` returns
-``Σ_{e >= c} d_e`` (for ablations).
+The last factor rescales the counts to the E − c epochs actually left (the published
+code divides by ``max(⌊Σ n_b + 1⌋, E − c)`` instead, which leaves every estimate one epoch
+short: a static job's at ``(E − c − 1) d``, a one-epoch job's at 0 from the start).
+``oracle`` returns ``Σ_{e >= c} d_e`` (for ablations).
 """
 
 from __future__ import annotations
@@ -52,5 +55,7 @@ class RemainingTime:
         posterior = self.prior + seen
         rebased = E * posterior / posterior.sum()
         rebased -= np.where(rebased >= 1.0, np.minimum(seen, np.floor(rebased)), 0.0)
-        inflated = max(int(rebased.sum() + 1.0), left)
-        return float((rebased * self.mean_duration).sum() * left / inflated)
+        total = rebased.sum()
+        if total <= 0.0:
+            return float(left * self.mean_duration[self.which[min(done, E - 1)]])
+        return float((rebased * self.mean_duration).sum() * left / total)

@@ -40,16 +40,24 @@ MOMENTUM = 0.9
 PRIORITY_CAP = 1e6
 #: priority exponent for a job predicted to finish within one round
 URGENT_EXPONENT = 100.0
+#: log-term gap of the LP relaxation solved for a market program's MIP start
+START_LOG_GAP = 1e-2
 
 
 class Shockwave(RoundPlanner):
+    """``gavel_compat=True`` takes the planner's clock as the published code does: round
+    index x round length, which runs ahead of simulated time because rounds end early
+    when their last job finishes."""
+
     name = "shockwave"
     program = ProgramClass.MILP
+    supports_gavel_compat = True
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None,
-                 config: ShockwaveConfig | None = None):
+                 config: ShockwaveConfig | None = None, gavel_compat: bool = False):
         super().__init__(solver, options)
         self.config = config or ShockwaveConfig()
+        self.gavel_compat = gavel_compat
         self._predictors: dict[int, RemainingTime] = {}
         self._estimates: dict[int, list[tuple[int, float]]] = {}
         self._known: frozenset[int] = frozenset()
@@ -113,7 +121,8 @@ class Shockwave(RoundPlanner):
                                   for j, d in zip(state.jobs.tolist(), state.epochs_done.tolist())])
         share = min(1.0, state.gpus / N)
         target = np.array([self._target(j, state.round_index) for j in state.jobs.tolist()])
-        window_end = state.now + cfg.rounds * state.round_length
+        now = state.round_index * state.round_length if self.gavel_compat else state.now
+        window_end = now + cfg.rounds * state.round_length
         market = Market(state.gpus, cfg.rounds, state.round_length, state.scale_factors,
                         np.minimum(state.epochs_done, state.epochs_total), state.epochs_total,
                         np.maximum(epoch_seconds, 1e-6), remaining, cfg.k)
@@ -129,7 +138,7 @@ class Shockwave(RoundPlanner):
             if result.has_solution and result.status in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT):
                 x = market_program.decode(market, result)
         if x is None:
-            rho = (state.now + remaining / share) / target
+            rho = (now + remaining / share) / target
             exponent = np.where(remaining < state.round_length, URGENT_EXPONENT, cfg.lam)
             with np.errstate(over="ignore"):
                 priority = np.where(rho > cfg.rho_max, np.power(rho, exponent), 1.0)
@@ -141,20 +150,37 @@ class Shockwave(RoundPlanner):
             x = market_program.decode(market, result)
             counts = x.sum(axis=1)
             if counts.any():
-                reorder = market_program.build_reorder(state.scale_factors, state.gpus, cfg.rounds, counts, priority)
-                start = np.zeros(reorder.num_vars)
-                start[: x.size] = x.reshape(-1)
+                args = (state.scale_factors, state.gpus, cfg.rounds, counts, priority)
+                reorder = market_program.build_reorder(*args)
+                start = market_program.reorder_start(*args, x).reshape(-1).astype(float)
                 ranked = self._run(reorder, None, replace(options, start=start), timings, need=False)
                 if ranked.has_solution:
                     x = np.rint(ranked.value("y")).astype(np.int64)
         return self._fill(state, x, remaining), timings, notes
 
     def _run(self, model, market: Market | None, options: SolveOptions, timings: dict, need: bool = True):
-        if market is not None and options.start is None:
-            options = replace(options, start=_zero_plan(model, market))
-        result = solve(model, self.solver, options, check=True)
-        for key in timings:
-            timings[key] += getattr(result.timings, key)
+        """Solve ``model``; a market program starts from its LP relaxation rounded to a
+        schedule (:func:`formulations.shockwave.round_schedule`), and one whose relaxation
+        is infeasible is not solved further."""
+        canon = model.canonical()
+        result = None
+        if market is not None:
+            relaxed = solve(canon.relaxed(), self.solver, replace(
+                options, start=None, log_gap=max(options.log_gap, START_LOG_GAP)), check=True)
+            timings["translate"] += relaxed.timings.translate
+            timings["solve"] += relaxed.timings.solve
+            if relaxed.status is Status.INFEASIBLE:
+                result = relaxed
+            else:
+                x = (market_program.round_schedule(market, relaxed.value("x")) if relaxed.has_solution
+                     else np.zeros((market.num_jobs, market.rounds)))
+                options = replace(options, start=market_program.point(model, market, x))
+        if result is None:
+            result = solve(canon, self.solver, options, check=True)
+            for key in timings:
+                timings[key] += getattr(result.timings, key)
+        else:
+            timings["build"] += canon.build_seconds
         if need and not result.has_solution:
             raise SolverFailedError(f"policy 'shockwave' on {self.solver}: {model.name} returned no schedule "
                                     f"({result.status}: {result.message})")
@@ -179,10 +205,3 @@ class Shockwave(RoundPlanner):
             rounds.append(jobs[np.concatenate([np.flatnonzero(chosen), np.asarray(extra, dtype=np.int64)])])
         return rounds
 
-
-def _zero_plan(model, market: Market) -> np.ndarray:
-    """The empty schedule: nothing runs, every job keeps its remaining time."""
-    start = np.zeros(model.num_vars)
-    start[model.blocks["s"].columns] = market.remaining_seconds
-    start[model.blocks["z"].columns] = market.remaining_seconds.max(initial=0.0)
-    return start

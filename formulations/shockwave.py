@@ -121,6 +121,94 @@ def build(market: Market) -> Model:
     return m
 
 
+def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
+    """A feasible (N, T) 0/1 schedule near a fractional one (the LP relaxation's ``x``).
+
+    Each job keeps ``floor(Σ_t x_jt)`` rounds, packed largest gang first into the rounds
+    with the most free GPUs. Then each job the relaxation gave a fractional remainder,
+    largest objective gain first, gets one more round: a round with room for it, or else
+    the round where taking out the jobs that lose least makes room, if the program's
+    objective rises. Rounds are returned sorted by load, as the symmetry rows require."""
+    N, T, G = market.num_jobs, market.rounds, market.gpus
+    w = market.scale_factors.astype(np.int64)
+    total = np.asarray(fractional, dtype=float).reshape(N, T).sum(axis=1)
+    counts = np.minimum(np.floor(total + 1e-6).astype(np.int64), T)
+    x = np.zeros((N, T), dtype=np.int64)
+    free = np.full(T, G, dtype=np.int64)
+    for j in np.lexsort((-counts, -w)).tolist():
+        fits = np.flatnonzero(free >= w[j])
+        take = fits[np.argsort(-free[fits], kind="stable")[: counts[j]]]
+        x[j, take] = 1
+        free[take] -= w[j]
+    counts = x.sum(axis=1)
+    value = _plan_value(market, counts)
+    gains = _plan_value(market, counts[:, None] + np.eye(N, dtype=np.int64)) - value
+    loss = value - _plan_value(market, np.maximum(counts[:, None] - np.eye(N, dtype=np.int64), 0))
+    for j in np.argsort(-gains, kind="stable").tolist():
+        if total[j] - counts[j] <= 1e-6 or counts[j] >= T:
+            continue
+        best_t, best_out, best_value = -1, np.zeros(0, dtype=np.int64), value
+        for t in np.flatnonzero(x[j] == 0).tolist():
+            out = _evict(x[:, t], free[t], w, loss, w[j])
+            if out is None:
+                continue
+            trial = counts.copy()
+            trial[out] -= 1
+            trial[j] += 1
+            v = float(_plan_value(market, trial))
+            if v > best_value + 1e-12:
+                best_t, best_out, best_value = t, out, v
+                if out.size == 0:
+                    break
+        if best_t >= 0:
+            x[best_out, best_t] = 0
+            x[j, best_t] = 1
+            free[best_t] += int(w[best_out].sum()) - w[j]
+            counts[best_out] -= 1
+            counts[j] += 1
+            value = best_value
+            if best_out.size:
+                loss = value - _plan_value(market, np.maximum(counts[:, None] - np.eye(N, dtype=np.int64), 0))
+    return x[:, np.argsort(free, kind="stable")]
+
+
+def _plan_value(market: Market, counts: np.ndarray) -> np.ndarray:
+    """The program's objective when each job runs ``counts[j]`` rounds (the most progress
+    they allow); ``counts`` may hold one candidate per column."""
+    cap = market.progress_cap()[:, None]
+    e = market.epoch_seconds[:, None]
+    counts = np.asarray(counts).reshape(market.num_jobs, -1)
+    p = np.minimum(cap, market.round_length * counts / e)
+    s = np.maximum(market.remaining_seconds[:, None] - e * p, 0.0)
+    q = (market.epochs_done / market.epochs_total + market.log_floor)[:, None] + p / market.epochs_total[:, None]
+    weights = market.priorities / (market.num_jobs * market.rounds)
+    value = weights @ np.log(q) - market.k * s.max(axis=0, initial=0.0)
+    return value if value.size > 1 else value[0]
+
+
+def _evict(members: np.ndarray, free: int, w: np.ndarray, loss: np.ndarray, need: int) -> np.ndarray | None:
+    """Jobs to take out of a round (``members``: 0/1 per job) to free ``need`` GPUs, those
+    losing least first; None if even all of them do not free enough."""
+    if free >= need:
+        return np.zeros(0, dtype=np.int64)
+    inside = np.flatnonzero(members)
+    inside = inside[np.argsort(loss[inside], kind="stable")]
+    k = int(np.searchsorted(free + np.cumsum(w[inside]), need))
+    return None if k >= inside.size else inside[: k + 1]
+
+
+def point(model: Model, market: Market, x: np.ndarray) -> np.ndarray:
+    """The full variable vector of :func:`build`'s model for the schedule ``x``: the most
+    progress its rounds allow, the remaining times and their maximum."""
+    x = np.asarray(x, dtype=float).reshape(market.num_jobs, market.rounds)
+    p = np.minimum(market.epochs_left, market.round_length * x.sum(axis=1) / market.epoch_seconds)
+    s = np.maximum(market.remaining_seconds - market.epoch_seconds * p, 0.0)
+    vec = np.zeros(model.num_vars)
+    for name, value in (("x", x.reshape(-1)), ("p", p), ("s", s), ("z", s.max(initial=0.0))):
+        vec[model.blocks[name].columns] = value
+    return vec
+
+
 def decode(market: Market, result: Result) -> np.ndarray:
     """The (N, T) 0/1 schedule of a solved market program."""
     return np.rint(result.value("x")).astype(np.int64).reshape(market.num_jobs, market.rounds)
@@ -138,6 +226,35 @@ def build_reorder(scale_factors: np.ndarray, gpus: int, rounds: int, counts: np.
                hi=float(gpus))
     m.add_rows("rounds", {y: sp.kron(sp.eye(N, format="csr"), sp.csr_matrix(np.ones((1, T))), format="csr")},
                lo=counts.astype(float), hi=counts.astype(float))
-    weight = np.where(counts > 0, np.asarray(priorities, dtype=float) / np.maximum(counts, 1), 0.0)
+    weight = _reorder_weights(counts, priorities)
     m.set_objective({y: np.outer(weight, np.arange(T, dtype=float))}, sense="min")
     return m
+
+
+def reorder_start(scale_factors: np.ndarray, gpus: int, rounds: int, counts: np.ndarray,
+                  priorities: np.ndarray, schedule: np.ndarray) -> np.ndarray:
+    """A feasible point of :func:`build_reorder` from a feasible ``schedule`` with these
+    ``counts``: the better of its rounds sorted by total weight ``Σ_j π_j / n_j`` (the best
+    order of whole rounds) and a greedy fill where jobs by weight, larger gangs first among
+    equals, each take their ``n_j`` earliest rounds with room (optimal when every job has
+    one GPU; skipped when a job finds too few rounds)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    w = np.asarray(scale_factors, dtype=np.int64)
+    weight = _reorder_weights(counts, priorities)
+    schedule = np.asarray(schedule, dtype=np.int64)
+    best = schedule[:, np.argsort(-(weight @ schedule), kind="stable")]
+    y = np.zeros_like(best)
+    free = np.full(int(rounds), gpus, dtype=np.int64)
+    for j in np.lexsort((-w, -weight)).tolist():
+        take = np.flatnonzero(free >= w[j])[: counts[j]]
+        if take.size < counts[j]:
+            return best
+        y[j, take] = 1
+        free[take] -= w[j]
+    order = np.arange(int(rounds), dtype=float)
+    return y if weight @ y @ order < weight @ best @ order else best
+
+
+def _reorder_weights(counts: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+    """``π_j / n_j`` for jobs with planned rounds, 0 for the others."""
+    return np.where(counts > 0, np.asarray(priorities, dtype=float) / np.maximum(counts, 1), 0.0)

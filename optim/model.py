@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Literal
 
@@ -202,6 +202,10 @@ class CanonicalModel:
         if self.hyperbolic is not None:
             viol.append(self.hyperbolic.residuals(x))
         return float(max((v.max(initial=0.0) for v in viol), default=0.0))
+
+    def relaxed(self) -> CanonicalModel:
+        """The continuous relaxation: the same model with no integer columns."""
+        return replace(self, integrality=np.zeros_like(self.integrality))
 
     def with_extra(
         self,

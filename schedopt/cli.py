@@ -280,7 +280,8 @@ def simulate_command(
             write_trace(workload, write_trace_to)
             console.print(f"wrote {write_trace_to}")
     solver_spec = default_solver(policy) if solver == "auto" else solver
-    with _progress_bar(progress, "re-plans" if issubclass(POLICIES.get(policy, object), RoundPlanner) else "solves") as report:
+    replans = issubclass(POLICIES.get(policy, object), RoundPlanner)
+    with _progress_bar(progress, "re-plans" if replans else "solves") as report:
         result = run_simulation(workload, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
                                 config=config, prices=prices, progress=report, policy_params=params)
     _print_summary(result.summary)

@@ -51,12 +51,14 @@ class AdaptiveJobs:
         self.b0 = np.zeros(J, dtype=np.int64)
         self.spe = np.ones(J, dtype=np.int64)
         self.adapts = np.zeros(J, dtype=bool)
+        self.notes: dict[str, None] = {}
         schedules = []
         ref = workload.reference_column
         for i, job_type in enumerate(tr.job_types):
             model, bs = split_job_type(job_type)
             self.models.append(model)
-            if bs is None or model not in DATASET_SIZES:
+            if bs is None or model not in DATASET_SIZES:  # one epoch: the whole job
+                self.spe[i] = max(1, int(tr.total_steps[i]))
                 schedules.append((np.zeros(1, dtype=np.int64), np.array([tr.total_steps[i] / workload.rates[i, ref[i]]])))
                 continue
             self.b0[i] = bs
@@ -65,6 +67,12 @@ class AdaptiveJobs:
             sched = batch_size_schedule(tr.modes[i], model, bs, epochs, int(tr.scale_factors[i]))
             self.adapts[i] = tr.modes[i] != "static"
             rate = self._rates_at(model, sched, int(tr.scale_factors[i]))[:, ref[i]]
+            missing = np.isnan(rate)
+            if missing.any():  # the job keeps its batch size where the table lacks the next
+                for b in np.unique(sched[missing]).tolist():
+                    self._note_missing(model, b, int(tr.scale_factors[i]))
+                keep = np.maximum.accumulate(np.where(missing, 0, np.arange(epochs)))
+                sched, rate = sched[keep], rate[keep]
             with np.errstate(divide="ignore"):
                 durations = np.where(rate > 0, (DATASET_SIZES[model] / sched) / rate, np.inf)
             schedules.append((sched, durations))
@@ -73,7 +81,6 @@ class AdaptiveJobs:
         self.profile = EpochProfile(np.concatenate([[0], np.cumsum(self.epochs)]).astype(np.int64),
                                     np.concatenate([s[0] for s in schedules]),
                                     np.concatenate([s[1] for s in schedules]))
-        self.notes: dict[str, None] = {}
         self._pending = np.zeros(J, dtype=np.int64)
 
     @property
@@ -128,12 +135,15 @@ class AdaptiveJobs:
                 changed.append(i)
         return np.asarray(changed, dtype=np.int64)
 
+    def _note_missing(self, model: str, batch_size: int, scale: int) -> None:
+        self.notes[f"{model} at batch size {batch_size} (scale {scale}) is not in the throughput table: "
+                   f"jobs stay at their batch size"] = None
+
     def _switch(self, i: int, new_bs: int, steps: np.ndarray) -> bool:
         model, scale = self.models[i], int(self.workload.trace.scale_factors[i])
         rates = self._rates_at(model, np.array([new_bs]), scale)[0]
         if np.isnan(rates).all():
-            self.notes[f"{model} at batch size {new_bs} (scale {scale}) is not in the throughput table: "
-                       f"jobs stay at their batch size"] = None
+            self._note_missing(model, new_bs, scale)
             return False
         old_bs, old_spe = int(self.batch_size[i]), int(self.spe[i])
         new_spe = steps_per_epoch(model, new_bs)

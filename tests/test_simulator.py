@@ -146,6 +146,38 @@ def test_cli_simulate_example_writes_its_output_folder(tmp_path):
     assert summary["jobs_completed"] == summary["jobs"] == 200
     assert (out / "jobs.csv").read_text().count("\n") == 201
     assert (out / "timeline.csv").stat().st_size > 0
+    solves = (out / "solves.csv").read_text().splitlines()
+    assert solves[0] == "time,jobs,seconds,build_seconds,translate_seconds,solve_seconds"
+    assert len(solves) == summary["solves"] + 1
+
+
+def test_every_replan_is_logged_with_its_build_and_solve_time():
+    table = example_table()
+    trace = generate_trace(table, 8, seed=1, lam=900.0, multi_gpu=True)
+    res = simulate(trace, policy="shockwave", cluster="v100=8", throughputs=table)
+    log, summary = res.solves, res.summary
+    assert log["seconds"].size == summary["solves"] > 0
+    assert (np.diff(log["time"]) >= 0).all() and (log["jobs"] >= 1).all()
+    for part in ("build", "translate", "solve"):
+        assert (log[f"{part}_seconds"] >= 0).all()
+        assert summary[f"solver_{part}_seconds_total"] == pytest.approx(log[f"{part}_seconds"].sum())
+    # the split covers the solver calls; the rest of a re-plan is the policy's own work
+    assert (log["build_seconds"] + log["translate_seconds"] + log["solve_seconds"] <= log["seconds"] + 1e-9).all()
+    # policies that do not report a split leave it empty
+    plain = simulate(trace, policy="max_min_fairness_perf", cluster="v100=8", throughputs=table).solves
+    assert np.isnan(plain["solve_seconds"]).all() and plain["seconds"].size > 0
+
+
+def test_published_batch_size_rounding_completes_the_job_it_reaches_the_end_of(shared_data):
+    # the published rules round progress up to whole epochs on a switch; a job rounded up to
+    # its last epoch is complete (it used to be handed to the policy with negative remaining steps)
+    root = shared_data / "shockwave"
+    trace = next((root / "traces").glob("120_*.trace"))
+    res = simulate(trace, policy="min_total_duration", cluster="v100=32", throughputs=root / "tacc_throughputs.json",
+                   config=SimulationConfig.shockwave(gavel_compat=True))
+    assert res.summary["jobs_completed"] == 120
+    jobs = res.jobs_frame()
+    assert (jobs["steps_done"] > 0).all()
 
 
 def test_cli_simulate_reports_a_bad_trace_line(tmp_path):

@@ -29,6 +29,9 @@ _MIP_GAP = {"HIGHS": "mip_rel_gap", "GUROBI": "MIPGap"}
 
 #: inner solvers that are first-order methods (approximate solutions and duals)
 FIRST_ORDER = frozenset({"SCS", "OSQP", "PDLP", "CUOPT"})
+#: branch-and-bound solvers not offered for MILP: ECOS_BB returns wrong "optimal" points
+#: and calls feasible models infeasible (measured on Shockwave's market programs)
+UNRELIABLE_MIP = frozenset({"ECOS_BB"})
 
 
 def _solver_interface(inner: str):
@@ -52,7 +55,7 @@ class CvxpyBackend(Backend):
         solver = _solver_interface(self.inner)
         if solver is None:
             return frozenset(caps)
-        if getattr(solver, "MIP_CAPABLE", False):
+        if getattr(solver, "MIP_CAPABLE", False) and self.inner not in UNRELIABLE_MIP:
             caps.add(Capability.MILP)
         cones = {c.__name__ for c in getattr(solver, "SUPPORTED_CONSTRAINTS", [])}
         if "ExpCone" in cones:
