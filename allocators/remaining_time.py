@@ -13,8 +13,8 @@ least 1 remains), estimate the epochs still to run at each b::
 
 The last factor rescales the counts to the E − c epochs actually left (the published
 code divides by ``max(⌊Σ n_b + 1⌋, E − c)`` instead, which leaves every estimate one epoch
-short: a static job's at ``(E − c − 1) d``, a one-epoch job's at 0 from the start).
-``oracle`` returns ``Σ_{e >= c} d_e`` (for ablations).
+short: a static job's at ``(E − c − 1) d``, a one-epoch job's at 0 from the start;
+``published=True`` keeps that). ``oracle`` returns ``Σ_{e >= c} d_e`` (for ablations).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import numpy as np
 class RemainingTime:
     """Predicts one job's remaining isolated run time from its epoch profile."""
 
-    def __init__(self, batch_sizes: np.ndarray, durations: np.ndarray):
+    def __init__(self, batch_sizes: np.ndarray, durations: np.ndarray, *, published: bool = False):
+        self.published = published
         self.durations = np.asarray(durations, dtype=float)
         modes, self.which = np.unique(np.asarray(batch_sizes), return_inverse=True)
         self.epochs = self.durations.size
@@ -56,6 +57,8 @@ class RemainingTime:
         rebased = E * posterior / posterior.sum()
         rebased -= np.where(rebased >= 1.0, np.minimum(seen, np.floor(rebased)), 0.0)
         total = rebased.sum()
+        if self.published:
+            return float((rebased * self.mean_duration).sum() * left / max(int(total + 1.0), left))
         if total <= 0.0:
             return float(left * self.mean_duration[self.which[min(done, E - 1)]])
         return float((rebased * self.mean_duration).sum() * left / total)

@@ -36,7 +36,8 @@ from .shockwave_config import ShockwaveConfig
 
 #: momentum of the finish-time estimate's history against its latest value
 MOMENTUM = 0.9
-#: priorities are capped here so objective coefficients stay within solver tolerances
+#: largest priority: larger ones (the published ρ̂^100 reaches 1e17) are taken to the power
+#: that brings the largest here, so objective coefficients stay within solver tolerances
 PRIORITY_CAP = 1e6
 #: priority exponent for a job predicted to finish within one round
 URGENT_EXPONENT = 100.0
@@ -45,9 +46,10 @@ START_LOG_GAP = 1e-2
 
 
 class Shockwave(RoundPlanner):
-    """``gavel_compat=True`` takes the planner's clock as the published code does: round
-    index x round length, which runs ahead of simulated time because rounds end early
-    when their last job finishes."""
+    """``gavel_compat=True`` does two things as the published code does: the planner's
+    clock is round index x round length (ahead of simulated time, as rounds end early when
+    their last job finishes), and remaining times are predicted one epoch short
+    (:class:`~allocators.remaining_time.RemainingTime` with ``published=True``)."""
 
     name = "shockwave"
     program = ProgramClass.MILP
@@ -66,7 +68,7 @@ class Shockwave(RoundPlanner):
     def _predictor(self, state: RoundState, job: int) -> RemainingTime:
         pred = self._predictors.get(job)
         if pred is None:
-            pred = self._predictors[job] = RemainingTime(*state.profile.job(job))
+            pred = self._predictors[job] = RemainingTime(*state.profile.job(job), published=self.gavel_compat)
         return pred
 
     def plan(self, state: RoundState) -> RoundPlan:
@@ -140,11 +142,13 @@ class Shockwave(RoundPlanner):
         if x is None:
             rho = (now + remaining / share) / target
             exponent = np.where(remaining < state.round_length, URGENT_EXPONENT, cfg.lam)
-            with np.errstate(over="ignore"):
-                priority = np.where(rho > cfg.rho_max, np.power(rho, exponent), 1.0)
-            if (priority > PRIORITY_CAP).any():
-                notes.append(f"shockwave: finish-time priorities capped at {PRIORITY_CAP:g}")
-            priority = np.minimum(priority, PRIORITY_CAP)
+            log_priority = np.where(rho > cfg.rho_max, exponent * np.log(np.maximum(rho, 1.0)), 0.0)
+            top = float(log_priority.max(initial=0.0))
+            if top > np.log(PRIORITY_CAP):
+                notes.append(f"shockwave: finish-time priorities over {PRIORITY_CAP:g} taken to a power below 1 "
+                             f"(order kept, the largest {PRIORITY_CAP:g})")
+                log_priority *= np.log(PRIORITY_CAP) / top
+            priority = np.exp(log_priority)
             market = replace(market, priorities=priority)
             result = self._run(market_program.build(market), market, options, timings)
             x = market_program.decode(market, result)
