@@ -8,7 +8,7 @@ Each trace runs on its published cluster, throughput file and configuration (120
 simulator settings (120 s rounds, 20 s checkpoint/restore, completion forced at 1.5x the
 isolated run time), in the default mode and with ``--gavel-compat`` (the published
 simulator's batch-size rules and Gavel's defects). Shockwave is solved with HiGHS; the
-baselines with the solver ``auto`` picks; AlloX in Shockwave's multi-GPU variant.
+baselines with the solver ``auto`` picks; AlloX in Shockwave's multi-GPU variant (alpha 0.2).
 
 Writes ``benchmarks/results/shockwave.csv``: makespan, average JCT, worst FTF and unfair
 fraction (FTF rho = JCT / (isolated BS-adapted run time x max(1, N/G)), unfair: rho > 1.05),
@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from allocators.heuristics.allox import SHOCKWAVE_ALLOX
 from allocators.shockwave_config import read_shockwave_config
 from simulator.engine import SimulationConfig, SimulationError
 from simulator.simulate import default_solver, simulate
@@ -66,7 +67,7 @@ def run_case(data: Path, case: Case, policy: str, compat: bool) -> dict:
     root = data / "shockwave"
     solver = "highs" if policy == "shockwave" else default_solver(policy)
     params = {"config": read_shockwave_config(root / "configurations" / case.config)} if policy == "shockwave" else (
-        {"multi_gpu": True} if policy == "allox" else {})
+        SHOCKWAVE_ALLOX if policy == "allox" else {})
     row = {"jobs": case.jobs, "gpus": case.gpus, "policy": policy, "solver": solver, "gavel_compat": compat,
            **{name: "" for name, _ in METRICS}, "utilization": "", "wall_s": "", "replans": "",
            "build_s": "", "translate_s": "", "solve_s": "", "slowest_replan_s": "", "most_jobs": "",

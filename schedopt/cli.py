@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from allocators import POLICIES, ProgramClass, UnknownPolicyError, make_policy
+from allocators.heuristics.allox import SHOCKWAVE_ALLOX
 from allocators.planning import RoundPlanner
 from allocators.shockwave_config import read_shockwave_config
 from formulations import ProblemError, allocation_violations
@@ -205,7 +206,8 @@ def _window(text: str | None) -> tuple[int, int] | None:
 @app.command("simulate")
 @user_errors
 def simulate_command(
-    trace: Path | None = typer.Option(None, help="Job trace (Gavel's 10-column or legacy 7-column format)."),
+    trace: Path | None = typer.Option(None, help=(
+        "Job trace (Gavel's 10-column, legacy 7-column or Shockwave's 12-column format).")),
     generate: int | None = typer.Option(None, help="Generate this many jobs from Gavel's distributions."),
     example: bool = typer.Option(False, "--example", help=(
         f"Built-in example: {EXAMPLE['num_jobs']} generated jobs (one every {EXAMPLE['lam']:g} s on average) "
@@ -234,10 +236,12 @@ def simulate_command(
     gpus_per_server: int = typer.Option(1, help="GPUs per server (placement and lease extension)."),
     unconsolidated: bool = typer.Option(False, help="Multi-GPU jobs spread over servers run at the "
                                                     "table's _unconsolidated rates."),
-    gavel_compat: bool = typer.Option(False, help="Reproduce the published Gavel simulator's defects (README)."),
+    gavel_compat: bool = typer.Option(False, help=(
+        "Reproduce the published Gavel / Shockwave simulators' defects and rules (README).")),
     prices: str | None = typer.Option(None, help="Price per GPU-hour of each type, e.g. v100=2.48,p100=1.46,k80=0.9"),
     write_trace_to: Path | None = typer.Option(None, "--write-trace", help="Write the generated workload as a trace."),
-    out: Path | None = typer.Option(None, help="Write jobs.csv, timeline.csv and summary.json into DIR."),
+    out: Path | None = typer.Option(None, help=(
+        "Write jobs.csv, timeline.csv, solves.csv and summary.json into DIR.")),
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
     """Replay a trace (or a generated workload) round by round under a policy and report JCT,
@@ -270,6 +274,10 @@ def simulate_command(
     if max_runtime_factor is not None:
         fields["max_runtime_factor"] = max_runtime_factor or None
     config = SimulationConfig.shockwave(**fields) if shockwave else SimulationConfig(**fields)
+    if shockwave and policy == "allox":
+        params.update(SHOCKWAVE_ALLOX)
+        err.print("allox: Shockwave's multi-GPU variant, alpha 0.2 (a gang of s GPUs counts as one job per type)",
+                  soft_wrap=True)
     if throughputs is None and workload is not None:
         table = _table_for(workload, trace, table)
     if generated is not None:

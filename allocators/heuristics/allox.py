@@ -53,6 +53,10 @@ def first_in_line(processing: np.ndarray, rows: np.ndarray, types: np.ndarray, f
     return start
 
 
+#: the constructor arguments of the AlloX baseline Shockwave compared against
+SHOCKWAVE_ALLOX = {"alpha": 0.2, "multi_gpu": True}
+
+
 class AlloX(HeuristicPolicy):
     """AlloX (as in Gavel): non-preemptive, single-GPU jobs only, needs remaining steps.
 
