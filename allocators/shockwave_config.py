@@ -3,7 +3,9 @@
 Published keys: ``future_rounds`` (T), ``k``, ``lambda``, ``rhomax``, ``solver_rel_gap``,
 ``solver_timeout`` (s), and ``log_approximation_bases``, ``gpu_ram``,
 ``solver_num_threads``, which do not apply here (the log utility is exact or cut to a
-reported gap; no GPU-memory model; threads are the solver's default).
+reported gap; no GPU-memory model; threads are the solver's default). This project's
+own: ``reoptimize_every`` (rounds, published 8) and ``oracle`` (true: exact remaining
+times instead of the Dirichlet predictor, for ablations).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from pathlib import Path
 #: published keys with no effect here
 IGNORED_KEYS = ("log_approximation_bases", "gpu_ram", "solver_num_threads", "num_gpus", "time_per_iteration")
 _KEYS = {"future_rounds": "rounds", "k": "k", "lambda": "lam", "rhomax": "rho_max",
-         "solver_rel_gap": "mip_gap", "solver_timeout": "time_limit", "reoptimize_every": "reoptimize_every"}
+         "solver_rel_gap": "mip_gap", "solver_timeout": "time_limit", "reoptimize_every": "reoptimize_every",
+         "oracle": "oracle"}
+#: keys of this project's own (true / false)
+FLAGS = ("oracle",)
 
 
 class ShockwaveConfigError(ValueError):
@@ -69,7 +74,10 @@ def read_shockwave_config(path: str | os.PathLike) -> ShockwaveConfig:
             continue
         if key not in _KEYS:
             raise ShockwaveConfigError(f"{src}: unknown key {key!r} (known: {', '.join([*_KEYS, *IGNORED_KEYS])})")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if key in FLAGS:
+            if not isinstance(value, bool):
+                raise ShockwaveConfigError(f"{src}: key {key!r}: expected true or false, got {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ShockwaveConfigError(f"{src}: key {key!r}: expected a number, got {value!r}")
         fields[_KEYS[key]] = value
     try:

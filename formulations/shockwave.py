@@ -124,8 +124,10 @@ def build(market: Market) -> Model:
 def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
     """A feasible (N, T) 0/1 schedule near a fractional one (the LP relaxation's ``x``).
 
-    Each job keeps ``floor(Σ_t x_jt)`` rounds, packed largest gang first into the rounds
-    with the most free GPUs. Then each job the relaxation gave a fractional remainder,
+    Each job keeps ``floor(Σ_t x_jt)`` rounds (``ceil`` for the jobs whose remaining time
+    would otherwise exceed the relaxation's largest, which sets the makespan term), packed
+    those jobs first and then largest gang first into the rounds with the most free GPUs.
+    Then each job the relaxation gave a fractional remainder,
     largest objective gain first, gets one more round: a round with room for it, or else
     the round where taking out the jobs that lose least makes room, if the program's
     objective rises. Rounds are returned sorted by load, as the symmetry rows require."""
@@ -133,9 +135,12 @@ def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
     w = market.scale_factors.astype(np.int64)
     total = np.asarray(fractional, dtype=float).reshape(N, T).sum(axis=1)
     counts = np.minimum(np.floor(total + 1e-6).astype(np.int64), T)
+    level = _remaining(market, total).max(initial=0.0)
+    critical = _remaining(market, counts) > level + 1e-9 * max(1.0, level)
+    counts[critical] = np.minimum(np.ceil(total[critical] - 1e-6), T).astype(np.int64)
     x = np.zeros((N, T), dtype=np.int64)
     free = np.full(T, G, dtype=np.int64)
-    for j in np.lexsort((-counts, -w)).tolist():
+    for j in np.lexsort((-counts, -w, ~critical)).tolist():
         fits = np.flatnonzero(free >= w[j])
         take = fits[np.argsort(-free[fits], kind="stable")[: counts[j]]]
         x[j, take] = 1
@@ -170,6 +175,12 @@ def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
             if best_out.size:
                 loss = value - _plan_value(market, np.maximum(counts[:, None] - np.eye(N, dtype=np.int64), 0))
     return x[:, np.argsort(free, kind="stable")]
+
+
+def _remaining(market: Market, rounds: np.ndarray) -> np.ndarray:
+    """Each job's remaining time after running ``rounds`` (possibly fractional) rounds."""
+    p = np.minimum(market.progress_cap(), market.round_length * rounds / market.epoch_seconds)
+    return np.maximum(market.remaining_seconds - market.epoch_seconds * p, 0.0)
 
 
 def _plan_value(market: Market, counts: np.ndarray) -> np.ndarray:

@@ -998,6 +998,7 @@ def test_every_published_configuration_reads(shared_data):
         ('{"k": -1}', r"invalid k=-1"),
         ('{"future_rounds": 2.5}', r"invalid rounds=2.5"),
         ('[1, 2]', r"expected a JSON object"),
+        ('{"oracle": 1}', r"key 'oracle': expected true or false, got 1"),
     ],
 )
 def test_malformed_configuration_names_the_file_and_key(tmp_path, text, message):
@@ -1011,8 +1012,9 @@ def test_malformed_configuration_names_the_file_and_key(tmp_path, text, message)
 def test_configuration_keys_map_to_fields(tmp_path):
     path = tmp_path / "mine.json"
     path.write_text(json.dumps({"future_rounds": 5, "k": 2.5, "lambda": 3, "rhomax": 1.5, "solver_rel_gap": 0.01,
-                                "solver_timeout": 2, "reoptimize_every": 4, "gpu_ram": 16, "num_gpus": 32}))
+                                "solver_timeout": 2, "reoptimize_every": 4, "gpu_ram": 16, "num_gpus": 32,
+                                "oracle": True}))
     assert read_shockwave_config(path) == ShockwaveConfig(rounds=5, k=2.5, lam=3, rho_max=1.5, mip_gap=0.01,
-                                                          time_limit=2, reoptimize_every=4)
+                                                          time_limit=2, reoptimize_every=4, oracle=True)
     with pytest.raises(ShockwaveConfigError, match=r"nope.json: cannot read"):
         read_shockwave_config(tmp_path / "nope.json")
