@@ -21,6 +21,10 @@ rows ``Δ(r+T) + s_j / min(1, G/N) <= ρ_max F̄_j``.
 The reordering MILP keeps each job's planned round count ``n_j`` and the capacity and
 moves high-priority jobs forward: ``minimize Σ_{n_j>0} (π_j / n_j) Σ_t t · y_jt`` with
 ``Σ_t y_jt = n_j``. Neither program knows about time beyond the window.
+
+MIP starts: :func:`round_schedule` rounds the market's LP relaxation to a schedule
+(usually within a 1e-3 gap of the optimum, so a MIP solver only proves it) and
+:func:`reorder_start` gives the reordering MILP a good feasible order.
 """
 
 from __future__ import annotations
@@ -122,35 +126,53 @@ def build(market: Market) -> Model:
 
 
 def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
-    """A feasible (N, T) 0/1 schedule near a fractional one (the LP relaxation's ``x``).
+    """A feasible (N, T) 0/1 schedule near a fractional one (the LP relaxation's ``x``),
+    a MIP start for :func:`build`'s program.
 
     Each job keeps ``floor(Σ_t x_jt)`` rounds (``ceil`` for the jobs whose remaining time
     would otherwise exceed the relaxation's largest, which sets the makespan term), packed
-    those jobs first and then largest gang first into the rounds with the most free GPUs.
-    Then each job the relaxation gave a fractional remainder,
-    largest objective gain first, gets one more round: a round with room for it, or else
-    the round where taking out the jobs that lose least makes room, if the program's
-    objective rises. Rounds are returned sorted by load, as the symmetry rows require."""
-    N, T, G = market.num_jobs, market.rounds, market.gpus
-    w = market.scale_factors.astype(np.int64)
+    those jobs first, then largest gang first, into the rounds with the most free GPUs.
+    Then each job with a fractional remainder, largest objective gain first, gets one more
+    round: one with room for it, or else the one where taking out the jobs that lose
+    least makes room, if the objective rises. Rounds come sorted by load, as the
+    program's symmetry rows require."""
+    N, T = market.num_jobs, market.rounds
     total = np.asarray(fractional, dtype=float).reshape(N, T).sum(axis=1)
     counts = np.minimum(np.floor(total + 1e-6).astype(np.int64), T)
     level = _remaining(market, total).max(initial=0.0)
     critical = _remaining(market, counts) > level + 1e-9 * max(1.0, level)
     counts[critical] = np.minimum(np.ceil(total[critical] - 1e-6), T).astype(np.int64)
-    x = np.zeros((N, T), dtype=np.int64)
-    free = np.full(T, G, dtype=np.int64)
-    for j in np.lexsort((-counts, -w, ~critical)).tolist():
+    x, free = _pack(market, counts, np.lexsort((-counts, -market.scale_factors, ~critical)))
+    _top_up(market, x, free, total - x.sum(axis=1) > 1e-6)
+    return x[:, np.argsort(free, kind="stable")]
+
+
+def _pack(market: Market, counts: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Jobs in ``order`` each take up to ``counts[j]`` rounds, those with the most free
+    GPUs first; returns the schedule and each round's free GPUs."""
+    w = market.scale_factors.astype(np.int64)
+    x = np.zeros((market.num_jobs, market.rounds), dtype=np.int64)
+    free = np.full(market.rounds, market.gpus, dtype=np.int64)
+    for j in order.tolist():
         fits = np.flatnonzero(free >= w[j])
         take = fits[np.argsort(-free[fits], kind="stable")[: counts[j]]]
         x[j, take] = 1
         free[take] -= w[j]
+    return x, free
+
+
+def _top_up(market: Market, x: np.ndarray, free: np.ndarray, wanting: np.ndarray) -> None:
+    """Give each ``wanting`` job one more round where the objective rises (see
+    :func:`round_schedule`), largest gain first; updates ``x`` and ``free`` in place."""
+    N, T = market.num_jobs, market.rounds
+    w = market.scale_factors.astype(np.int64)
     counts = x.sum(axis=1)
+    one = np.eye(N, dtype=np.int64)
     value = _plan_value(market, counts)
-    gains = _plan_value(market, counts[:, None] + np.eye(N, dtype=np.int64)) - value
-    loss = value - _plan_value(market, np.maximum(counts[:, None] - np.eye(N, dtype=np.int64), 0))
+    gains = _plan_value(market, counts[:, None] + one) - value
+    loss = value - _plan_value(market, np.maximum(counts[:, None] - one, 0))
     for j in np.argsort(-gains, kind="stable").tolist():
-        if total[j] - counts[j] <= 1e-6 or counts[j] >= T:
+        if not wanting[j] or counts[j] >= T:
             continue
         best_t, best_out, best_value = -1, np.zeros(0, dtype=np.int64), value
         for t in np.flatnonzero(x[j] == 0).tolist():
@@ -165,36 +187,39 @@ def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
                 best_t, best_out, best_value = t, out, v
                 if out.size == 0:
                     break
-        if best_t >= 0:
-            x[best_out, best_t] = 0
-            x[j, best_t] = 1
-            free[best_t] += int(w[best_out].sum()) - w[j]
-            counts[best_out] -= 1
-            counts[j] += 1
-            value = best_value
-            if best_out.size:
-                loss = value - _plan_value(market, np.maximum(counts[:, None] - np.eye(N, dtype=np.int64), 0))
-    return x[:, np.argsort(free, kind="stable")]
+        if best_t < 0:
+            continue
+        x[best_out, best_t] = 0
+        x[j, best_t] = 1
+        free[best_t] += int(w[best_out].sum()) - w[j]
+        counts[best_out] -= 1
+        counts[j] += 1
+        value = best_value
+        if best_out.size:
+            loss = value - _plan_value(market, np.maximum(counts[:, None] - one, 0))
+
+
+def _progress(market: Market, rounds: np.ndarray) -> np.ndarray:
+    """Most epochs each job makes in ``rounds`` rounds (shape (N,) or (N, K))."""
+    rounds = np.asarray(rounds)
+    col = (slice(None),) + (None,) * (rounds.ndim - 1)
+    return np.minimum(market.progress_cap()[col], market.round_length * rounds / market.epoch_seconds[col])
 
 
 def _remaining(market: Market, rounds: np.ndarray) -> np.ndarray:
-    """Each job's remaining time after running ``rounds`` (possibly fractional) rounds."""
-    p = np.minimum(market.progress_cap(), market.round_length * rounds / market.epoch_seconds)
-    return np.maximum(market.remaining_seconds - market.epoch_seconds * p, 0.0)
+    """Each job's remaining time after ``rounds`` (possibly fractional) rounds."""
+    return np.maximum(market.remaining_seconds - market.epoch_seconds * _progress(market, rounds), 0.0)
 
 
-def _plan_value(market: Market, counts: np.ndarray) -> np.ndarray:
-    """The program's objective when each job runs ``counts[j]`` rounds (the most progress
-    they allow); ``counts`` may hold one candidate per column."""
-    cap = market.progress_cap()[:, None]
-    e = market.epoch_seconds[:, None]
-    counts = np.asarray(counts).reshape(market.num_jobs, -1)
-    p = np.minimum(cap, market.round_length * counts / e)
-    s = np.maximum(market.remaining_seconds[:, None] - e * p, 0.0)
+def _plan_value(market: Market, counts: np.ndarray) -> np.ndarray | float:
+    """The program's objective when each job runs ``counts[j]`` rounds and makes the most
+    progress they allow; an (N, K) ``counts`` gives the K objectives of its columns."""
+    counts = np.asarray(counts)
+    p = _progress(market, counts).reshape(market.num_jobs, -1)
+    s = np.maximum(market.remaining_seconds[:, None] - market.epoch_seconds[:, None] * p, 0.0)
     q = (market.epochs_done / market.epochs_total + market.log_floor)[:, None] + p / market.epochs_total[:, None]
-    weights = market.priorities / (market.num_jobs * market.rounds)
-    value = weights @ np.log(q) - market.k * s.max(axis=0, initial=0.0)
-    return value if value.size > 1 else value[0]
+    value = market.priorities / (market.num_jobs * market.rounds) @ np.log(q) - market.k * s.max(axis=0, initial=0.0)
+    return value if counts.ndim > 1 else float(value[0])
 
 
 def _evict(members: np.ndarray, free: int, w: np.ndarray, loss: np.ndarray, need: int) -> np.ndarray | None:
@@ -212,10 +237,11 @@ def point(model: Model, market: Market, x: np.ndarray) -> np.ndarray:
     """The full variable vector of :func:`build`'s model for the schedule ``x``: the most
     progress its rounds allow, the remaining times and their maximum."""
     x = np.asarray(x, dtype=float).reshape(market.num_jobs, market.rounds)
-    p = np.minimum(market.epochs_left, market.round_length * x.sum(axis=1) / market.epoch_seconds)
-    s = np.maximum(market.remaining_seconds - market.epoch_seconds * p, 0.0)
+    rounds = x.sum(axis=1)
+    s = _remaining(market, rounds)
     vec = np.zeros(model.num_vars)
-    for name, value in (("x", x.reshape(-1)), ("p", p), ("s", s), ("z", s.max(initial=0.0))):
+    for name, value in (("x", x.reshape(-1)), ("p", _progress(market, rounds)), ("s", s),
+                        ("z", s.max(initial=0.0))):
         vec[model.blocks[name].columns] = value
     return vec
 
