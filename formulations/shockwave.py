@@ -143,7 +143,7 @@ def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
     critical = _remaining(market, counts) > level + 1e-9 * max(1.0, level)
     counts[critical] = np.minimum(np.ceil(total[critical] - 1e-6), T).astype(np.int64)
     x, free = _pack(market, counts, np.lexsort((-counts, -market.scale_factors, ~critical)))
-    _top_up(market, x, free, total - x.sum(axis=1) > 1e-6)
+    _top_up(market, x, free, total)
     return x[:, np.argsort(free, kind="stable")]
 
 
@@ -161,8 +161,9 @@ def _pack(market: Market, counts: np.ndarray, order: np.ndarray) -> tuple[np.nda
     return x, free
 
 
-def _top_up(market: Market, x: np.ndarray, free: np.ndarray, wanting: np.ndarray) -> None:
-    """Give each ``wanting`` job one more round where the objective rises (see
+def _top_up(market: Market, x: np.ndarray, free: np.ndarray, total: np.ndarray) -> None:
+    """Give each job with fewer rounds than its fractional ``total`` (at its turn: a job
+    evicted earlier counts) one more where the objective rises (see
     :func:`round_schedule`), largest gain first; updates ``x`` and ``free`` in place."""
     N, T = market.num_jobs, market.rounds
     w = market.scale_factors.astype(np.int64)
@@ -172,7 +173,7 @@ def _top_up(market: Market, x: np.ndarray, free: np.ndarray, wanting: np.ndarray
     gains = _plan_value(market, counts[:, None] + one) - value
     loss = value - _plan_value(market, np.maximum(counts[:, None] - one, 0))
     for j in np.argsort(-gains, kind="stable").tolist():
-        if not wanting[j] or counts[j] >= T:
+        if total[j] - counts[j] <= 1e-6 or counts[j] >= T:
             continue
         best_t, best_out, best_value = -1, np.zeros(0, dtype=np.int64), value
         for t in np.flatnonzero(x[j] == 0).tolist():
