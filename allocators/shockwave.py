@@ -164,15 +164,14 @@ class Shockwave(RoundPlanner):
 
     def _run(self, model, market: Market | None, options: SolveOptions, timings: dict, need: bool = True):
         """Solve ``model``; a market program starts from its LP relaxation rounded to a
-        schedule (:func:`formulations.shockwave.round_schedule`), and one whose relaxation
-        is infeasible is not solved further."""
+        schedule (:func:`formulations.shockwave.round_schedule`) and is not solved further
+        when that relaxation is infeasible."""
         canon = model.canonical()
+        timings["build"] += canon.build_seconds
         result = None
         if market is not None:
-            relaxed = solve(canon.relaxed(), self.solver, replace(
-                options, start=None, log_gap=max(options.log_gap, START_LOG_GAP)), check=True)
-            timings["translate"] += relaxed.timings.translate
-            timings["solve"] += relaxed.timings.solve
+            relaxed = self._timed(canon.relaxed(), replace(
+                options, start=None, log_gap=max(options.log_gap, START_LOG_GAP)), timings)
             if relaxed.status is Status.INFEASIBLE:
                 result = relaxed
             else:
@@ -180,14 +179,16 @@ class Shockwave(RoundPlanner):
                      else np.zeros((market.num_jobs, market.rounds)))
                 options = replace(options, start=market_program.point(model, market, x))
         if result is None:
-            result = solve(canon, self.solver, options, check=True)
-            for key in timings:
-                timings[key] += getattr(result.timings, key)
-        else:
-            timings["build"] += canon.build_seconds
+            result = self._timed(canon, options, timings)
         if need and not result.has_solution:
             raise SolverFailedError(f"policy 'shockwave' on {self.solver}: {model.name} returned no schedule "
                                     f"({result.status}: {result.message})")
+        return result
+
+    def _timed(self, canon, options: SolveOptions, timings: dict):
+        result = solve(canon, self.solver, options, check=True)
+        timings["translate"] += result.timings.translate
+        timings["solve"] += result.timings.solve
         return result
 
     def _fill(self, state: RoundState, x: np.ndarray, remaining: np.ndarray) -> list[np.ndarray]:

@@ -217,8 +217,8 @@ class Engine:
                 stalled, changed, mech.last_reset = True, True, 0.0
                 running = dispatched
             if progress is not None:
-                progress(now, int(rec.done.sum()), J, len(rec.solve_seconds),
-                         rec.solve_seconds[-1] if rec.solve_seconds else 0.0)
+                progress(now, int(rec.done.sum()), J, len(rec.solve_log),
+                         rec.solve_log[-1][2] if rec.solve_log else 0.0)
         rec.notes.update(self.jobs.notes)
         return summarize(w, self.policy, cfg, rec, now)
 

@@ -52,7 +52,6 @@ class RunRecord:
     forced: np.ndarray
     extensions: int = 0
     extensions_possible: int = 0
-    solve_seconds: list[float] = field(default_factory=list)
     solve_log: list[tuple] = field(default_factory=list)
     notes: dict[str, None] = field(default_factory=dict)
     timeline: list[tuple] = field(default_factory=list)
@@ -77,7 +76,6 @@ class RunRecord:
         ``seconds``; ``timings`` splits it into build / translate / solve where the policy
         reports that (round planners do)."""
         split = timings or {}
-        self.solve_seconds.append(seconds)
         self.solve_log.append((now, jobs, seconds, *(split.get(k, math.nan) for k in SOLVE_SPLIT)))
 
     def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: int) -> None:
@@ -172,8 +170,8 @@ def _cells(values: np.ndarray) -> list:
     return values.tolist()
 
 
-def _percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) if values else 0.0
+def _percentile(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if values.size else 0.0
 
 
 def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) -> SimulationResult:
@@ -234,11 +232,11 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         "preemptions": int(rec.preemptions.sum()),
         "lease_extension_rate": rec.extensions / rec.extensions_possible if rec.extensions_possible else 0.0,
         "rounds": len(rec.timeline),
-        "solves": len(rec.solve_seconds),
-        "solver_seconds_p50": _percentile(rec.solve_seconds, 50),
-        "solver_seconds_p99": _percentile(rec.solve_seconds, 99),
-        "solver_seconds_total": float(sum(rec.solve_seconds)),
-        **{f"solver_{k}_seconds_total": float(np.nansum(solves[f"{k}_seconds"])) if log.size else 0.0
+        "solves": len(rec.solve_log),
+        "solver_seconds_p50": _percentile(solves["seconds"], 50),
+        "solver_seconds_p99": _percentile(solves["seconds"], 99),
+        "solver_seconds_total": float(solves["seconds"].sum()),
+        **{f"solver_{k}_seconds_total": float(np.nansum(solves[f"{k}_seconds"]))
            for k in SOLVE_SPLIT},
         "notes": list(rec.notes),
     }
