@@ -1020,3 +1020,65 @@ def test_configuration_keys_map_to_fields(tmp_path):
                                                           time_limit=2, reoptimize_every=4, oracle=True)
     with pytest.raises(ShockwaveConfigError, match=r"nope.json: cannot read"):
         read_shockwave_config(tmp_path / "nope.json")
+
+
+# --- 9. the command line ------------------------------------------------------------------------
+
+def tiny_shockwave_trace(shared_data, tmp_path):
+    """The published 120-job trace's first jobs, steps cut to a tenth (short runs)."""
+    src = next((shared_data / "shockwave" / "traces").glob("120_*.trace"))
+    lines = []
+    for line in src.read_text().splitlines()[:5]:
+        cells = line.split("\t")
+        cells[5] = str(max(1, int(cells[5]) // 10))
+        lines.append("\t".join(cells))
+    path = tmp_path / "tiny.trace"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_cli(*args):
+    from typer.testing import CliRunner
+
+    from schedopt.cli import app
+
+    return CliRunner().invoke(app, ["simulate", *map(str, args), "--no-progress"])
+
+
+def test_cli_runs_shockwave_with_a_published_config(shared_data, tmp_path):
+    root = shared_data / "shockwave"
+    out = tmp_path / "run"
+    result = run_cli("--trace", tiny_shockwave_trace(shared_data, tmp_path), "--throughputs",
+                     root / "tacc_throughputs.json", "--cluster", "v100=4", "--policy", "shockwave",
+                     "--config", root / "configurations" / "tacc_32gpus.json", "--solver", "highs", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "of which build / translate / solve" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs_completed"] == 5 and summary["solver"] == "highs"
+    # Shockwave's simulator settings come with its traces
+    assert (summary["round_length"], summary["overhead"], summary["max_runtime_factor"]) == (120.0, 20.0, 1.5)
+    rows = (out / "solves.csv").read_text().splitlines()
+    assert len(rows) == summary["solves"] + 1 > 1
+    assert all(float(cell) >= 0 for row in rows[1:] for cell in row.split(",")[3:])  # the split is reported
+    jobs = (out / "jobs.csv").read_text().splitlines()
+    assert "isolated_runtime" in jobs[0].split(",") and len(jobs) == 6
+
+
+def test_cli_reports_a_bad_shockwave_config_in_one_line(shared_data, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"k": 1e-3, "lambda": "twelve"}')
+    result = run_cli("--trace", tiny_shockwave_trace(shared_data, tmp_path), "--throughputs",
+                     shared_data / "shockwave" / "tacc_throughputs.json", "--cluster", "v100=4",
+                     "--policy", "shockwave", "--config", bad)
+    assert result.exit_code == 2
+    assert f"{bad}: key 'lambda': expected a number, got 'twelve'" in result.output
+    assert "Traceback" not in result.output
+    other = run_cli("--example", "--policy", "max_min_fairness", "--config", bad)
+    assert other.exit_code == 2 and "--config is for --policy shockwave" in other.output
+
+
+def test_cli_runs_allox_on_a_shockwave_trace_as_shockwaves_variant(shared_data, tmp_path):
+    result = run_cli("--trace", tiny_shockwave_trace(shared_data, tmp_path), "--throughputs",
+                     shared_data / "shockwave" / "tacc_throughputs.json", "--cluster", "v100=4", "--policy", "allox")
+    assert result.exit_code == 0, result.output
+    assert "Shockwave's multi-GPU variant, alpha 0.2" in result.output
