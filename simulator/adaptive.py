@@ -91,16 +91,16 @@ class AdaptiveJobs:
         """(len(batch_sizes), n) rates on the cluster's types; a row of NaN where the table
         has no entry for that batch size."""
         types = self.workload.cluster.worker_types
-        out = np.full((batch_sizes.size, len(types)), np.nan)
-        if self.table is None:
-            return out
-        cols = self.table.type_columns(types)
-        for k, b in enumerate(batch_sizes.tolist()):
-            try:
-                out[k] = self.table.isolated[self.table.index_of(job_type_at(model, b), scale), cols]
-            except ValueError:
-                pass
-        return out
+        distinct, which = np.unique(batch_sizes, return_inverse=True)
+        out = np.full((distinct.size, len(types)), np.nan)
+        if self.table is not None:
+            cols = self.table.type_columns(types)
+            for k, b in enumerate(distinct.tolist()):
+                try:
+                    out[k] = self.table.isolated[self.table.index_of(job_type_at(model, b), scale), cols]
+                except ValueError:
+                    pass
+        return out[which]
 
     def epochs_done(self, jobs: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Completed epochs of ``jobs`` with ``steps`` at their current batch size."""
