@@ -83,10 +83,11 @@ class Shockwave(RoundPlanner):
             planned = self._plan[state.round_index]
             return RoundPlan(planned[np.isin(planned, jobs)])
         tic = time.perf_counter()
+        remaining = self._remaining(state)
         if known != self._known:
-            self._reestimate(state)
+            self._reestimate(state, remaining)
         self._known = known
-        rounds, timings, notes = self._solve(state)
+        rounds, timings, notes = self._solve(state, remaining)
         self._plan = {state.round_index + t: r for t, r in enumerate(rounds)}
         seconds = time.perf_counter() - tic
         return RoundPlan(self._plan[state.round_index], solved=True, seconds=seconds, timings=timings, notes=notes)
@@ -95,10 +96,9 @@ class Shockwave(RoundPlanner):
         return np.array([self._predictor(state, j).predict(d, oracle=self.config.oracle)
                          for j, d in zip(state.jobs.tolist(), state.epochs_done.tolist())])
 
-    def _reestimate(self, state: RoundState) -> None:
+    def _reestimate(self, state: RoundState, remaining: np.ndarray) -> None:
         """Append every active job's equal-share finish-time estimate to its history."""
         share = min(1.0, state.gpus / state.jobs.size)
-        remaining = self._remaining(state)
         for j, d, adm, rem in zip(state.jobs.tolist(), state.epochs_done.tolist(), state.admitted.tolist(),
                                   remaining.tolist()):
             estimate = adm + (self._predictor(state, j).elapsed(d) + rem) / share
@@ -116,9 +116,8 @@ class Shockwave(RoundPlanner):
         weights = spans / spans.sum() if spans.sum() > 0 else np.full(values.size, 1.0 / values.size)
         return MOMENTUM * float(weights @ values) + (1.0 - MOMENTUM) * float(values[-1])
 
-    def _solve(self, state: RoundState) -> tuple[list[np.ndarray], dict, list[str]]:
+    def _solve(self, state: RoundState, remaining: np.ndarray) -> tuple[list[np.ndarray], dict, list[str]]:
         cfg, N = self.config, state.jobs.size
-        remaining = self._remaining(state)
         epoch_seconds = np.array([self._predictor(state, j).mean_epoch(d)
                                   for j, d in zip(state.jobs.tolist(), state.epochs_done.tolist())])
         share = min(1.0, state.gpus / N)
