@@ -1,0 +1,303 @@
+"""Deadline job traces: ElasticFlow's CSV (with its ITP and Philly variants) and Chronus's SLO CSV.
+
+ElasticFlow, one job per row after a header; columns are found by name, others are ignored::
+
+    job_id,submit_time,iteration,model_name,ddl,batch_size,num_gpu,duration[,best_effort]
+
+Times are seconds, ``ddl`` is an absolute deadline, ``iteration`` the total iterations at the global
+``batch_size``, ``num_gpu`` the GPUs requested, ``duration`` the isolated run time; ``best_effort`` 1
+means no deadline (``deadline`` = inf, ``ddl`` then only has to be a number). The public ITP traces
+name three columns differently (``submission_time``, ``num_iteration``, ``deadline``); ElasticFlow's
+Philly trace adds ``real_iteration`` and ``real_duration``, which are ignored.
+
+Chronus (``job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,expect_time_list,
+expect_value_list,best_effort,job_type``; the ``batch_size`` column that chronus-scheduler's converter
+from ElasticFlow traces adds is read when present). What the published chronus-scheduler
+(pkusys/ElasticFlow) does with it:
+
+- ``expect_time_list`` holds offsets from the submission: a job meets option k when it finishes by
+  ``submit_time + expect_time_list[k]``, and its converter writes ``ddl - submit_time``. Options are
+  tried in list order and the first met one scores; neither list is checked for order, nor is it here.
+- The simulator has one clock in the trace's unit: ``submit_time``, ``duration`` and the offsets share
+  it. For the Chronus traces it is minutes (an hour is 60 ticks, measured seconds are divided by 60);
+  the converter copies ElasticFlow's seconds. ``minutes=True`` multiplies these three by 60.
+  Its reader and lease scheduler never use ``interval``, which is kept as written.
+- Best-effort rows carry a placeholder option (offset = submission time) that is never used: here they
+  have no options and ``deadline`` inf. ``best_effort`` is 1 exactly when ``job_type`` is ``best``.
+- Rows with ``num_gpu`` 0 are skipped by the published reader; they are kept here (``num_gpus`` 0), so
+  filter on ``num_gpus > 0`` to reproduce it.
+
+Errors are :class:`DeadlineInputError` with messages ``PATH:LINE: column NAME: problem``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+class DeadlineInputError(ValueError):
+    """A malformed trace, cluster spec or throughput table; the message names file, line and column."""
+
+
+@dataclass(frozen=True)
+class CsvRows:
+    """A comma-separated file: stripped header, rows of equal width, 1-based line numbers (blank lines
+    skipped). Shared by the readers of this module, :mod:`.node_cluster` and :mod:`.iteration_tables`."""
+
+    source: str
+    header: tuple[str, ...]
+    header_line: int
+    rows: list[list[str]]
+    lines: list[int]
+
+    def error(self, row: int, column: str, problem: str) -> DeadlineInputError:
+        return DeadlineInputError(f"{self.source}:{self.lines[row]}: column {column}: {problem}")
+
+    def missing(self, names: Sequence[str]) -> list[str]:
+        return [name for name in names if name not in self.header]
+
+    def require(self, names: Sequence[str], what: str) -> None:
+        if missing := self.missing(names):
+            raise DeadlineInputError(f"{self.source}:{self.header_line}: not a {what} header: missing column(s) "
+                                     f"{', '.join(missing)} (expected {','.join(names)})")
+
+    def column(self, name: str) -> list[str]:
+        i = self.header.index(name)
+        return [row[i].strip() for row in self.rows]
+
+    def names(self, name: str) -> np.ndarray:
+        """The column as non-empty strings (object array)."""
+        texts = self.column(name)
+        for i, text in enumerate(texts):
+            if not text:
+                raise self.error(i, name, "empty")
+        return np.array(texts, dtype=object)
+
+    def numbers(self, name: str, *, minimum: float = -math.inf, strict: bool = False, integer: bool = False,
+                finite: bool = True) -> np.ndarray:
+        """The column as floats (int64 when ``integer``), each >= ``minimum`` (> when ``strict``)."""
+        return parse_numbers(self.column(name), lambda i, problem: self.error(i, name, problem),
+                             minimum=minimum, strict=strict, integer=integer, finite=finite)
+
+
+def parse_numbers(texts: Sequence[str], error, *, minimum: float = -math.inf, strict: bool = False,
+                  integer: bool = False, finite: bool = True) -> np.ndarray:
+    """Parse and check numbers; ``error(i, problem)`` builds the exception for item ``i``."""
+    try:
+        array = np.array(texts, dtype=float)
+    except ValueError:  # find the culprit
+        array = np.array([_number(text, i, error) for i, text in enumerate(texts)], dtype=float)
+    bad = (array <= minimum) if strict else (array < minimum)
+    if finite:
+        bad |= ~np.isfinite(array)
+    if integer:
+        bad |= np.isfinite(array) & (array != np.floor(array))
+    if bad.any():
+        i = int(np.argmax(bad))
+        if finite and not math.isfinite(array[i]):
+            problem = "must be finite"
+        elif array[i] < minimum or (strict and array[i] == minimum):
+            problem = f"must be {'>' if strict else '>='} {minimum:g}"
+        else:
+            problem = "expected an integer"
+        raise error(i, f"{problem}, got {texts[i]!r}")
+    return array.astype(np.int64) if integer else array
+
+
+def _number(text: str, i: int, error) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise error(i, f"expected a number, got {text!r}") from None
+
+
+def read_csv_rows(path: str | os.PathLike, what: str) -> CsvRows:
+    """Read a CSV file whose first non-blank line is a header; every row must have its width."""
+    src = os.fspath(path)
+    try:
+        with open(src, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            records = [(reader.line_num, row) for row in reader if len(row) > 1 or (row and row[0].strip())]
+    except OSError as exc:
+        raise DeadlineInputError(f"{src}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise DeadlineInputError(f"{src}: not a text file ({exc.reason})") from None
+    except csv.Error as exc:
+        raise DeadlineInputError(f"{src}:{reader.line_num}: {exc}") from None
+    if not records:
+        raise DeadlineInputError(f"{src}:1: empty file, expected a {what} header")
+    header = tuple(cell.strip() for cell in records[0][1])
+    for line, row in records[1:]:
+        if len(row) < len(header):
+            raise DeadlineInputError(f"{src}:{line}: column {header[len(row)]}: missing (the row has {len(row)} "
+                                     f"of the header's {len(header)} columns)")
+        if len(row) > len(header):
+            raise DeadlineInputError(f"{src}:{line}: column {len(header) + 1}: extra value {row[len(header)]!r} "
+                                     f"(the header has {len(header)} columns)")
+    return CsvRows(src, header, records[0][0], [row for _, row in records[1:]], [line for line, _ in records[1:]])
+
+
+def _require_jobs(table: CsvRows) -> None:
+    if not table.rows:
+        raise DeadlineInputError(f"{table.source}:{table.header_line}: no jobs after the header")
+
+
+def _flags(table: CsvRows, name: str) -> np.ndarray:
+    flags = table.numbers(name, integer=True)
+    if (bad := (flags != 0) & (flags != 1)).any():
+        i = int(np.argmax(bad))
+        raise table.error(i, name, f"expected 0 or 1, got {table.rows[i][table.header.index(name)]!r}")
+    return flags.astype(bool)
+
+
+@dataclass(frozen=True)
+class DeadlineTrace:
+    """Jobs as arrays in file order: ``submit`` and ``duration`` (isolated run time) in seconds,
+    ``deadline`` absolute (s, inf for best-effort jobs), total ``iterations`` at the global ``batch_size``,
+    ``num_gpus`` requested."""
+
+    job_ids: np.ndarray
+    submit: np.ndarray
+    iterations: np.ndarray
+    model: np.ndarray
+    deadline: np.ndarray
+    batch_size: np.ndarray
+    num_gpus: np.ndarray
+    duration: np.ndarray
+    best_effort: np.ndarray
+    source: str
+
+    def __len__(self) -> int:
+        return len(self.job_ids)
+
+
+# field order: job id, submit, iterations, model, deadline, batch size, GPUs, duration
+ELASTICFLOW_COLUMNS = ("job_id", "submit_time", "iteration", "model_name", "ddl", "batch_size", "num_gpu", "duration")
+ITP_COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "deadline", "batch_size", "num_gpu",
+               "duration")
+
+
+def read_deadline_trace(path: str | os.PathLike) -> DeadlineTrace:
+    """Read an ElasticFlow, ITP or Philly deadline trace (format chosen by header)."""
+    table = read_csv_rows(path, "deadline trace")
+    columns = min((ELASTICFLOW_COLUMNS, ITP_COLUMNS), key=lambda names: len(table.missing(names)))
+    if table.missing(columns):
+        raise DeadlineInputError(
+            f"{table.source}:{table.header_line}: unknown deadline trace header: missing column(s) "
+            f"{', '.join(table.missing(columns))} (expected {','.join(ELASTICFLOW_COLUMNS)}[,best_effort] "
+            f"or {','.join(ITP_COLUMNS)})")
+    _require_jobs(table)
+    job_id, submit_col, iter_col, model_col, ddl_col, batch_col, gpu_col, duration_col = columns
+    submit = table.numbers(submit_col, minimum=0)
+    best_effort = (_flags(table, "best_effort") if "best_effort" in table.header
+                   else np.zeros(len(table.rows), dtype=bool))
+    deadline = table.numbers(ddl_col, finite=False)
+    late = ~best_effort & ~(np.isfinite(deadline) & (deadline >= submit))
+    if late.any():
+        i = int(np.argmax(late))
+        text = table.rows[i][table.header.index(ddl_col)].strip()
+        raise table.error(i, ddl_col, f"must be finite unless best_effort is 1, got {text!r}"
+                          if not math.isfinite(deadline[i]) else
+                          f"deadline {text} is before the submission time {submit[i]:g}")
+    deadline[best_effort] = np.inf
+    return DeadlineTrace(
+        job_ids=table.names(job_id), submit=submit,
+        iterations=table.numbers(iter_col, minimum=0, strict=True), model=table.names(model_col),
+        deadline=deadline, batch_size=table.numbers(batch_col, minimum=1, integer=True),
+        num_gpus=table.numbers(gpu_col, minimum=1, integer=True),
+        duration=table.numbers(duration_col, minimum=0, strict=True), best_effort=best_effort,
+        source=table.source,
+    )
+
+
+@dataclass(frozen=True)
+class ChronusTrace:
+    """Chronus jobs as arrays in file order (times in seconds when read with ``minutes=True``).
+
+    Deadline options in CSR form: job ``j`` has options ``option_offsets[j]:option_offsets[j + 1]`` of
+    ``option_time`` (absolute deadline) and ``option_value``; ``option_job`` names each option's job.
+    Best-effort jobs have none. ``batch_size`` is None unless the file has that column.
+    """
+
+    job_ids: np.ndarray
+    users: np.ndarray
+    num_gpus: np.ndarray
+    submit: np.ndarray
+    iterations: np.ndarray
+    model: np.ndarray
+    duration: np.ndarray
+    interval: np.ndarray
+    best_effort: np.ndarray
+    job_type: np.ndarray
+    option_job: np.ndarray
+    option_time: np.ndarray
+    option_value: np.ndarray
+    option_offsets: np.ndarray
+    batch_size: np.ndarray | None
+    source: str
+
+    def __len__(self) -> int:
+        return len(self.job_ids)
+
+    @property
+    def deadline(self) -> np.ndarray:
+        """Each job's first option time (the one the published scheduler treats as its deadline); inf if none."""
+        first = np.full(len(self), np.inf)
+        has = np.diff(self.option_offsets) > 0
+        first[has] = self.option_time[self.option_offsets[:-1][has]]
+        return first
+
+
+CHRONUS_COLUMNS = ("job_id", "user", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval",
+                   "expect_time_list", "expect_value_list", "best_effort", "job_type")
+JOB_TYPES = ("strict", "soft", "best")
+
+
+def read_chronus_trace(path: str | os.PathLike, *, minutes: bool = True) -> ChronusTrace:
+    """Read a Chronus SLO trace; ``minutes``: its times are minutes (the published traces), else seconds."""
+    table = read_csv_rows(path, "Chronus trace")
+    table.require(CHRONUS_COLUMNS, "Chronus trace")
+    _require_jobs(table)
+    scale = 60.0 if minutes else 1.0
+    submit = table.numbers("submit_time", minimum=0) * scale
+    best_effort = _flags(table, "best_effort")
+    job_type = table.names("job_type")
+    for i, (kind, flag) in enumerate(zip(job_type, best_effort)):
+        if kind not in JOB_TYPES:
+            raise table.error(i, "job_type", f"expected one of {', '.join(JOB_TYPES)}, got {kind!r}")
+        if (kind == "best") != flag:
+            raise table.error(i, "job_type", f"{kind!r} contradicts best_effort {int(flag)}")
+    time_items = [text.split("-") for text in table.column("expect_time_list")]
+    value_items = [text.split("-") for text in table.column("expect_value_list")]
+    for i, (times, values) in enumerate(zip(time_items, value_items)):
+        if len(times) != len(values):
+            raise table.error(i, "expect_value_list", f"{len(values)} values for {len(times)} expect_time_list "
+                                                      f"entries ({'-'.join(times)!r})")
+    counts = np.array([len(times) for times in time_items], dtype=np.int64)
+    owner = np.repeat(np.arange(len(counts)), counts)
+    starts = np.cumsum(counts) - counts
+
+    def options(name: str, items: list[list[str]]) -> np.ndarray:
+        return parse_numbers([item for row in items for item in row], lambda k, problem: table.error(
+            owner[k], name, f"item {k - starts[owner[k]] + 1}: {problem}"), minimum=0)
+
+    offsets, values = options("expect_time_list", time_items), options("expect_value_list", value_items)
+    keep = ~best_effort[owner]
+    option_job = owner[keep]
+    return ChronusTrace(
+        job_ids=table.names("job_id"), users=table.names("user"),
+        num_gpus=table.numbers("num_gpu", minimum=0, integer=True), submit=submit,
+        iterations=table.numbers("iterations", minimum=0, strict=True), model=table.names("model_name"),
+        duration=table.numbers("duration", minimum=0, strict=True) * scale,
+        interval=table.numbers("interval", minimum=0), best_effort=best_effort, job_type=job_type,
+        option_job=option_job, option_time=submit[option_job] + offsets[keep] * scale, option_value=values[keep],
+        option_offsets=np.concatenate(([0], np.cumsum(np.where(best_effort, 0, counts)))),
+        batch_size=(table.numbers("batch_size", minimum=1, integer=True) if "batch_size" in table.header else None),
+        source=table.source,
+    )
