@@ -1,0 +1,57 @@
+"""Node-aware placement of GPU counts on a cluster of equal nodes.
+
+Jobs are placed largest first (stable for equal sizes) on consecutive GPU ranks: a job of a
+node's size or more takes whole nodes (its start is rounded up to a node boundary and it uses
+ceil(n / g) nodes), smaller jobs pack after them. For power-of-two counts and power-of-two nodes
+this is buddy placement: every job starts at a multiple of its own size and never straddles a
+node, so counts that sum to at most G always fit. A job that does not fit (only possible with
+whole-node rounding of counts that are not multiples of the node size) gets no GPUs.
+
+A placement is summarized per job by its first rank; ``(first rank, n)`` identifies the GPU
+set, which the overhead model's cache keys on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def place(gpus: np.ndarray, order: np.ndarray, gpus_per_node: int, total_gpus: int) -> tuple[np.ndarray, np.ndarray]:
+    """First GPU rank of each job in ``order`` (−1 = not placed) and the placed mask.
+
+    ``gpus``: GPUs per job (length J); ``order``: jobs to place, in tie-break order."""
+    order = np.asarray(order, dtype=np.int64)
+    first = np.full(len(gpus), -1, dtype=np.int64)
+    placed = np.zeros(len(gpus), dtype=bool)
+    if not order.size:
+        return first, placed
+    n = gpus[order]
+    keep = n > 0
+    order, n = order[keep], n[keep]
+    ranked = np.argsort(-n, kind="stable")
+    order, n = order[ranked], n[ranked]
+    whole = n >= gpus_per_node
+    footprint = np.where(whole, -(-n // gpus_per_node) * gpus_per_node, n)
+    start = np.concatenate(([0], np.cumsum(footprint)[:-1]))
+    fits = start + footprint <= total_gpus
+    first[order[fits]] = start[fits]
+    placed[order[fits]] = True
+    return first, placed
+
+
+class RankSetCache:
+    """GPU sets ``(first rank, n)`` any job has used since the last :meth:`clear`."""
+
+    def __init__(self) -> None:
+        self._seen = np.empty(0, dtype=np.int64)
+
+    def lookup_and_add(self, first: np.ndarray, n: np.ndarray, shift: int) -> np.ndarray:
+        """Whether each set was seen before; all of them are then remembered."""
+        keys = first.astype(np.int64) * (1 << shift) + n.astype(np.int64)
+        seen = np.isin(keys, self._seen)
+        if (~seen).any():
+            self._seen = np.union1d(self._seen, keys[~seen])
+        return seen
+
+    def clear(self) -> None:
+        self._seen = np.empty(0, dtype=np.int64)
