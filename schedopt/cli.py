@@ -243,9 +243,25 @@ def simulate_command(
     out: Path | None = typer.Option(None, help=(
         "Write jobs.csv, timeline.csv, solves.csv and summary.json into DIR.")),
     progress: bool = typer.Option(True, help="Show a progress bar."),
+    cluster_spec: Path | None = typer.Option(None, help=(
+        "Deadline runs: cluster spec CSV (num_switch,num_node_p_switch,num_gpu_p_node,...); with "
+        "--throughput-dir and a deadline --trace (ElasticFlow / ITP CSV).")),
+    throughput_dir: Path | None = typer.Option(None, help=(
+        "Deadline runs: directory of per-model iteration tables (MODEL.csv: global_batch_size,1,2,4,...).")),
+    slot: float = typer.Option(60.0, help="Deadline runs: scheduling slot in seconds."),
+    gpu_type: str | None = typer.Option(None, help=(
+        "Deadline runs: A100 | T4, for ElasticFlow's published GPU caps [default: from --throughput-dir's name].")),
 ) -> None:
     """Replay a trace (or a generated workload) round by round under a policy and report JCT,
-    makespan, utilization, fairness and solver time."""
+    makespan, utilization, fairness and solver time; with --cluster-spec and --throughput-dir, a
+    deadline trace slot by slot under a deadline policy (see `schedopt policies`)."""
+    if cluster_spec is not None or throughput_dir is not None:
+        from .deadlines import simulate_deadlines_command
+
+        return simulate_deadlines_command(
+            trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy, solver=solver,
+            slot=slot, gpu_type=gpu_type, overhead=overhead, out=out, progress=progress,
+            progress_bar=_progress_bar, console=console)
     sources = sum((trace is not None, generate is not None, example))
     if sources != 1:
         raise ValueError("give exactly one of --trace FILE, --generate N or --example")

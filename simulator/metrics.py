@@ -165,7 +165,7 @@ def _csv_text(columns: dict[str, np.ndarray]) -> str:
 
 def _cells(values: np.ndarray) -> list:
     if values.dtype.kind == "f":
-        return ["" if math.isnan(v) else f"{v:.6g}" if abs(v) >= 1e6 else f"{v:.6f}".rstrip("0").rstrip(".")
+        return ["" if math.isnan(v) else str(v) if math.isinf(v) else f"{v:.6f}".rstrip("0").rstrip(".")
                 for v in values.tolist()]
     return values.tolist()
 

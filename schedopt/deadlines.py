@@ -1,0 +1,63 @@
+"""``schedopt simulate`` for deadline traces (ElasticFlow / ITP CSV on a node cluster)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich import box
+from rich.table import Table
+
+from simulator.deadline_simulate import simulate_deadlines
+from simulator.overheads import OverheadModel
+
+
+def simulate_deadlines_command(*, trace: Path | None, cluster_spec: Path | None, throughput_dir: Path | None,
+                               policy: str, solver: str, slot: float, gpu_type: str | None,
+                               overhead: float | None, out: Path | None, progress: bool, progress_bar,
+                               console) -> None:
+    missing = [name for name, value in (("--trace", trace), ("--cluster-spec", cluster_spec),
+                                        ("--throughput-dir", throughput_dir)) if value is None]
+    if missing:
+        raise ValueError(f"a deadline run needs {', '.join(missing)} too")
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: exists and is not a directory")
+    if overhead not in (None, 0):
+        raise ValueError("--overhead for deadline runs: 0 (none) or leave it out (the published model)")
+    if policy == "max_min_fairness_perf":
+        policy = "elasticflow"
+    with progress_bar(progress, "decisions") as report:
+        result = simulate_deadlines(trace, cluster_spec, throughput_dir, policy=policy,
+                                    solver="highs" if solver == "auto" else solver, slot=slot, gpu_type=gpu_type,
+                                    overhead=OverheadModel.none() if overhead == 0 else None, progress=report)
+    print_deadline_summary(result.summary, console)
+    if out is not None:
+        for path in result.write(out):
+            console.print(f"wrote {path}")
+
+
+def print_deadline_summary(s: dict, console) -> None:
+    console.print(f"[bold]{s['policy']}[/] on {s['cluster']} ({s['gpus']} GPUs), {s['slot_seconds']:g} s slots: "
+                  f"{s['jobs']} jobs, {s['decisions']} decisions")
+    table = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("deadline satisfactory ratio", f"{s['deadline_satisfactory_ratio']:.3f}"),
+        ("deadline jobs: on time / late / declined",
+         f"{s['finished_on_time']} / {s['finished_late']} / {s['declined']} of {s['deadline_jobs']}"),
+        ("accepted", str(s["accepted"])),
+        ("best-effort jobs: average JCT",
+         f"{s['best_effort_average_jct']:,.1f} s" if s["best_effort_average_jct"] is not None else "-"),
+        ("cluster efficiency (time average)", f"{s['cluster_efficiency_mean']:.3f}"),
+        ("overhead charged", f"{s['overhead_seconds_total']:,.0f} s"),
+        ("programs solved", str(s["programs_solved"])),
+        ("decision time p50 / p99 / total", f"{s['decision_seconds_p50'] * 1e3:.1f} ms / "
+                                            f"{s['decision_seconds_p99'] * 1e3:.1f} ms / "
+                                            f"{s['decision_seconds_total']:.2f} s"),
+        ("wall time", f"{s['wall_seconds']:.2f} s"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    for note in s["notes"]:
+        console.print(f"note: {note}")

@@ -1,0 +1,58 @@
+"""``simulate_deadlines(...)``: one call from a deadline trace, a cluster spec and iteration tables
+to a :class:`DeadlineResult`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from allocators.deadline import make_deadline_policy
+from optim import SolveOptions
+
+from .deadline_engine import DeadlineConfig, DeadlineEngine, Progress
+from .deadline_metrics import DeadlineResult
+from .deadline_traces import DeadlineTrace, read_deadline_trace
+from .deadline_workload import DeadlineWorkload
+from .iteration_tables import IterationTable, read_throughput_dir
+from .node_cluster import NodeCluster, read_cluster_spec
+from .overheads import OverheadModel
+
+GPU_TYPES = ("A100", "T4")
+
+
+def gpu_type_of(directory: str | os.PathLike) -> str | None:
+    """The GPU type a table directory is named after (``throughputs_T4`` -> "T4"), else None."""
+    name = Path(directory).name.upper()
+    return next((t for t in GPU_TYPES if name.endswith(t)), None)
+
+
+def simulate_deadlines(
+    trace: str | os.PathLike | DeadlineTrace,
+    cluster: str | os.PathLike | NodeCluster,
+    throughputs: str | os.PathLike | IterationTable,
+    *,
+    policy: str = "elasticflow",
+    solver: str = "highs",
+    options: SolveOptions | None = None,
+    slot: float = 60.0,
+    gpu_type: str | None = None,
+    overhead: OverheadModel | None = None,
+    progress: Progress | None = None,
+    **policy_params,
+) -> DeadlineResult:
+    """Replay ``trace`` on ``cluster`` under ``policy``. ``gpu_type`` selects ElasticFlow's
+    hand-set GPU caps (default: from the table directory's name); ``overhead`` None = the
+    published model for the cluster size, :meth:`OverheadModel.none` = no overhead."""
+    table = throughputs if isinstance(throughputs, IterationTable) else read_throughput_dir(throughputs)
+    if gpu_type is None:
+        gpu_type = gpu_type_of(table.directory)
+    elif gpu_type not in GPU_TYPES:
+        raise ValueError(f"gpu type {gpu_type!r}: expected one of {', '.join(GPU_TYPES)}")
+    spec = cluster if isinstance(cluster, NodeCluster) else read_cluster_spec(cluster)
+    jobs = trace if isinstance(trace, DeadlineTrace) else read_deadline_trace(trace)
+    workload = DeadlineWorkload.build(jobs, spec, table, gpu_type)
+    pol = make_deadline_policy(policy, solver, options, **policy_params)
+    return DeadlineEngine(workload, pol, DeadlineConfig(slot=slot, overhead=overhead)).run(progress)
+
+
+__all__ = ["GPU_TYPES", "gpu_type_of", "simulate_deadlines"]
