@@ -1,0 +1,202 @@
+"""ElasticFlow: admission control over elastic deadline jobs, then leftover GPUs by marginal return.
+
+At a decision with arrivals, each arriving deadline job (in deadline order) is admitted iff the
+admitted jobs and it can all meet their deadlines (:mod:`formulations.elasticflow`); declined
+jobs never run, best-effort jobs are always admitted. Every decision re-plans all admitted
+deadline jobs from now and runs the plan's first slot; GPUs the plan leaves free go to running,
+pending and best-effort jobs by marginal throughput per added GPU
+(:func:`formulations.elasticflow.distribute_leftover`).
+
+Policies:
+
+- ``elasticflow``: the exact program. The published greedy answers first (its plan is proof of
+  feasibility); where it rejects, the LP relaxation (a certificate of infeasibility) and then the
+  MILP decide. A MILP over the size limit or stopped without an answer falls back to the greedy
+  and says so in the run's notes.
+- ``elasticflow-greedy``: the published greedy planner alone (the published ``ef-accessctrl``).
+- ``ef``: the greedy planner without admission control (every job is admitted).
+
+Planning slots: the grid now + kΔ up to the furthest deadline; beyond ``fine_slots`` slots the
+grid keeps only the slot boundaries at jobs' deadlines (coarser segments, in which a job keeps one
+size: a restriction, so a plan found is still a valid plan).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from formulations.elasticflow import (
+    AdmissionProblem,
+    Plan,
+    distribute_leftover,
+    greedy_plan,
+    plan_violations,
+    solve_admission,
+)
+from optim import SolveOptions
+
+from .base import Charge, DeadlinePolicy, JobsView
+
+
+class ElasticFlow(DeadlinePolicy):
+    name = "elasticflow"
+    caps = "elasticflow"
+    charge = Charge.EVERY_DECISION
+    exact = True
+    admission = True
+
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, *, fine_slots: int = 64,
+                 max_binaries: int = 50_000, time_limit: float = 10.0):
+        super().__init__(solver, options)
+        self.fine_slots = fine_slots
+        self.max_binaries = max_binaries
+        self.time_limit = options.time_limit if options and options.time_limit else time_limit
+        self._log: list[dict] = []
+        self._fallbacks: dict[str, int] = {}
+        self.greedy_rejected_exact_admitted = 0
+        self._next_change = np.inf
+        self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    # ---------------------------------------------------------------- admission and planning
+
+    def admit(self, view: JobsView, arrivals: np.ndarray) -> np.ndarray:
+        ok = np.ones(len(arrivals), dtype=bool)
+        if not self.admission:
+            return ok
+        admitted = self._deadline_jobs(view, exclude=arrivals)
+        order = np.argsort(view.deadline[arrivals], kind="stable")
+        for k in order:
+            j = arrivals[k]
+            if view.best_effort[j]:
+                continue
+            trial = np.append(admitted, j)
+            plan = self._plan(view, trial, purpose="admission")
+            ok[k] = plan.feasible
+            if plan.feasible:
+                admitted = trial
+        return ok
+
+    def allocate(self, view: JobsView) -> np.ndarray:
+        gpus = np.zeros(len(view.state), dtype=np.int64)
+        jobs = self._deadline_jobs(view)
+        self._next_change = np.inf
+        if jobs.size:
+            problem = self.problem(view, jobs)
+            plan = self._plan(view, jobs, purpose="allocation", problem=problem)
+            gpus[jobs] = plan.gpus[:, 0]
+            changes = np.flatnonzero((plan.gpus[:, 1:] != plan.gpus[:, :1]).any(axis=0))
+            if changes.size:
+                self._next_change = float(view.now + np.cumsum(problem.slot_seconds)[changes[0]])
+        active = view.active()
+        free = view.total_gpus - int(gpus.sum())
+        if free > 0 and active.size:
+            throughput = np.where(view.allowed(active), view.rates[active], np.nan)
+            gpus[active] = distribute_leftover(gpus[active], free, view.gpu_counts, throughput)
+        return gpus
+
+    def _deadline_jobs(self, view: JobsView, exclude: np.ndarray | None = None) -> np.ndarray:
+        """Active deadline jobs that can still make their deadline alone on the whole cluster (a
+        job past that point is planned no more: it runs on leftover GPUs, like a best-effort job,
+        and does not block admissions)."""
+        jobs = view.active()
+        jobs = jobs[~view.best_effort[jobs]]
+        fastest = np.nanmax(np.where(view.allowed(jobs), view.rates[jobs], np.nan), axis=1, initial=0.0)
+        alive = view.now + view.remaining[jobs] / np.maximum(fastest, 1e-300) <= view.deadline[jobs]
+        jobs = jobs[alive]
+        return jobs if exclude is None else jobs[~np.isin(jobs, exclude)]
+
+    def next_decision(self, view: JobsView) -> float:
+        """When the current plan changes a job's GPU count (the published planner's scale event)."""
+        return self._next_change
+
+    def _plan(self, view: JobsView, jobs: np.ndarray, purpose: str, problem: AdmissionProblem | None = None) -> Plan:
+        problem = problem or self.problem(view, jobs)
+        tick = time.perf_counter()
+        plan = greedy_plan(problem)
+        if self.exact and not plan.feasible:
+            kept = self._kept_plan(view, jobs, problem)
+            if kept is not None:
+                return kept
+            exact = solve_admission(problem, self.solver, time_limit=self.time_limit, max_binaries=self.max_binaries)
+            if exact.fell_back:
+                reason = f"the MILP stopped ({exact.status}) without a plan or a proof"
+                if exact.num_binaries > self.max_binaries:
+                    reason = f"the MILP would exceed {self.max_binaries} binaries"
+                self._fallbacks[reason] = self._fallbacks.get(reason, 0) + 1
+            elif exact.feasible:
+                starts = view.now + np.concatenate(([0.0], np.cumsum(problem.slot_seconds)[:-1]))
+                self._kept = (jobs.copy(), starts, exact.gpus.copy())
+            elif exact.feasible and purpose == "admission":
+                self.greedy_rejected_exact_admitted += 1
+            self._log.append({"time": view.now, "purpose": purpose, "jobs": len(jobs), "slots": problem.num_slots,
+                              "method": exact.method, "status": str(exact.status), "feasible": exact.feasible,
+                              "binaries": exact.num_binaries, "rows": exact.num_rows,
+                              "build_seconds": exact.build_seconds, "solve_seconds": exact.solve_seconds,
+                              "seconds": time.perf_counter() - tick})
+            if exact.feasible or exact.method != "greedy":
+                plan = exact if exact.feasible else plan
+        return plan
+
+    def _kept_plan(self, view: JobsView, jobs: np.ndarray, problem: AdmissionProblem) -> Plan | None:
+        """The last exact plan, read on this decision's slots, if it still delivers every job's
+        remaining work (it does unless overhead ate into it or the job set changed)."""
+        if self._kept is None:
+            return None
+        kept_jobs, kept_starts, kept_gpus = self._kept
+        row = {int(j): k for k, j in enumerate(kept_jobs)}
+        if not all(int(j) in row for j in jobs):
+            return None
+        starts = view.now + np.concatenate(([0.0], np.cumsum(problem.slot_seconds)[:-1]))
+        col = np.searchsorted(kept_starts, starts + 1e-9, side="right") - 1
+        if col[0] < 0:
+            return None
+        gpus = kept_gpus[np.array([row[int(j)] for j in jobs])][:, col]
+        if plan_violations(problem, gpus):
+            return None
+        return Plan(feasible=True, gpus=gpus, method="milp (kept)")
+
+    def problem(self, view: JobsView, jobs: np.ndarray) -> AdmissionProblem:
+        """The admission program's data for ``jobs`` from now (module doc: planning slots)."""
+        now, slot = view.now, view.slot
+        deadline = view.deadline[jobs]
+        horizon = max(float(np.max(deadline)) - now, slot)
+        count = math.ceil(horizon / slot - 1e-9)
+        fine = now + slot * np.arange(min(count, self.fine_slots) + 1)
+        if count > self.fine_slots:
+            aligned = now + slot * np.ceil((deadline[deadline > fine[-1]] - now) / slot - 1e-9)
+            bounds = np.union1d(fine, aligned)
+        else:
+            bounds = fine
+        starts, ends = bounds[:-1], bounds[1:]
+        usable = np.clip(np.minimum(ends[None, :], deadline[:, None]) - starts[None, :], 0.0, None)
+        throughput = np.where(view.allowed(jobs), view.rates[jobs], np.nan)
+        return AdmissionProblem(capacity=np.full(len(starts), view.total_gpus, dtype=np.int64), usable=usable,
+                                gpu_counts=view.gpu_counts, throughput=throughput,
+                                remaining=view.remaining[jobs].astype(float), slot_seconds=ends - starts)
+
+    # ---------------------------------------------------------------- reporting
+
+    def notes(self) -> list[str]:
+        notes = [f"{count} program(s) fell back to the published greedy: {reason}"
+                 for reason, count in self._fallbacks.items()]
+        if self.exact and self.admission:
+            notes.append(f"admission decisions where the greedy rejected and the exact program admitted: "
+                         f"{self.greedy_rejected_exact_admitted}")
+        return notes
+
+    def solve_log(self) -> list[dict]:
+        return self._log
+
+
+class ElasticFlowGreedy(ElasticFlow):
+    name = "elasticflow-greedy"
+    exact = False
+
+
+class ElasticFlowNoAdmission(ElasticFlow):
+    name = "ef"
+    exact = False
+    admission = False

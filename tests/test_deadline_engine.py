@@ -1,0 +1,178 @@
+"""The slotted deadline engine, EDF and ElasticFlow on hand-made and published traces."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from schedopt.cli import app
+from simulator.buddy import RankSetCache, place
+from simulator.deadline_simulate import simulate_deadlines
+from simulator.overheads import OverheadModel
+
+# iterations/s on 1, 2, 4, 8 GPUs: sub-linear, so elasticity trades GPU time for speed
+CURVE = "10,18,32,48"
+
+
+def write_inputs(tmp_path, jobs: list[tuple], nodes: int = 1, gpus_per_node: int = 8):
+    """``jobs``: (submit, iterations, deadline, num_gpu[, best_effort]) rows of model ``m``."""
+    tables = tmp_path / "tables"
+    tables.mkdir(exist_ok=True)
+    (tables / "m.csv").write_text(f"global_batch_size,1,2,4,8\n64,{CURVE}\n")
+    spec = tmp_path / "spec.csv"
+    spec.write_text(f"num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,{nodes},"
+                    f"{gpus_per_node},64,256\n")
+    trace = tmp_path / "trace.csv"
+    lines = ["job_id,submit_time,iteration,model_name,ddl,batch_size,num_gpu,duration,best_effort"]
+    for k, (submit, iters, ddl, n, *be) in enumerate(jobs):
+        lines.append(f"{k},{submit},{iters},m,{ddl},64,{n},{max(1, iters // 10)},{be[0] if be else 0}")
+    trace.write_text("\n".join(lines) + "\n")
+    return trace, spec, tables
+
+
+def run(tmp_path, jobs, policy, **kw):
+    trace, spec, tables = write_inputs(tmp_path, jobs, **{k: kw.pop(k) for k in ("nodes", "gpus_per_node")
+                                                          if k in kw})
+    kw.setdefault("overhead", OverheadModel.none())
+    return simulate_deadlines(trace, spec, tables, policy=policy, slot=kw.pop("slot", 60.0), **kw)
+
+
+def test_a_job_alone_runs_on_its_fastest_count_and_finishes_inside_the_slot(tmp_path):
+    result = run(tmp_path, [(0, 4800, 1000, 1)], "edf")
+    assert result.jobs["finish"][0] == pytest.approx(100.0)  # 4800 / 48 on 8 GPUs
+    assert result.summary["deadline_satisfactory_ratio"] == 1.0
+
+
+def test_edf_serves_the_earlier_deadline_first(tmp_path):
+    result = run(tmp_path, [(0, 4800, 5000, 1), (0, 4800, 200, 1)], "edf")
+    finish = result.jobs["finish"]
+    assert finish[1] == pytest.approx(100.0)
+    assert finish[0] > finish[1]
+
+
+def test_overhead_delays_completion_by_the_published_amount(tmp_path):
+    plain = run(tmp_path, [(0, 4800, 1000, 1)], "elasticflow-greedy")
+    charged = run(tmp_path, [(0, 4800, 1000, 1)], "elasticflow-greedy", overhead=OverheadModel())
+    # a fresh 8-GPU set: 2 + 2 (log2 8 + 1) = 10 s at the first decision; the next decision is
+    # at its completion (110 s > one slot), so nothing more is charged
+    assert charged.jobs["finish"][0] - plain.jobs["finish"][0] == pytest.approx(10.0)
+    assert charged.summary["overhead_seconds_total"] == pytest.approx(10.0)
+    assert charged.summary["decisions"] == 2
+
+
+@pytest.mark.parametrize("policy", ["elasticflow", "elasticflow-greedy"])
+def test_admission_declines_the_job_that_cannot_fit(tmp_path, policy):
+    # the first job needs all 8 GPUs for 100 s; the second arrives with it and needs the same
+    result = run(tmp_path, [(0, 4800, 100, 8), (0, 4800, 100, 8), (0, 600, 5000, 1)], policy)
+    s = result.summary
+    assert (s["accepted"], s["declined"]) == (2, 1)
+    assert s["finished_late"] == 0
+    assert result.summary["deadline_satisfactory_ratio"] == pytest.approx(2 / 3)
+
+
+def test_best_effort_jobs_are_never_declined_and_use_leftover_gpus(tmp_path):
+    result = run(tmp_path, [(0, 4800, 100, 8), (0, 480, 0, 1, 1)], "elasticflow")
+    assert result.summary["declined"] == 0
+    assert result.summary["best_effort_jobs"] == 1
+    assert result.summary["best_effort_average_jct"] is not None
+
+
+def test_no_admission_ef_runs_everything(tmp_path):
+    result = run(tmp_path, [(0, 4800, 100, 8), (0, 4800, 100, 8)], "ef")
+    assert result.summary["declined"] == 0
+    assert result.summary["finished_late"] == 1
+
+
+jobs_strategy = st.lists(
+    st.tuples(st.integers(0, 600), st.integers(100, 20_000), st.integers(60, 3000), st.sampled_from([1, 2, 4, 8])),
+    min_size=1, max_size=6)
+
+
+@given(jobs=jobs_strategy)
+def test_admitted_jobs_meet_their_deadlines_without_overhead(tmp_path_factory, jobs):
+    """With no overhead, every job the exact program admits finishes by its deadline, and the
+    cluster is never over-allocated."""
+    tmp = tmp_path_factory.mktemp("adm")
+    rows = [(s, it, s + slack, n) for s, it, slack, n in jobs]
+    result = run(tmp, rows, "elasticflow")
+    s = result.summary
+    assert s["finished_late"] == 0
+    assert s["finished_on_time"] + s["declined"] == s["deadline_jobs"]
+    assert (result.timeline["busy_gpus"] <= 8).all()
+
+
+@given(jobs=jobs_strategy)
+def test_exact_admission_admits_at_least_what_the_greedy_admits_on_one_batch(tmp_path_factory, jobs):
+    tmp = tmp_path_factory.mktemp("cmp")
+    rows = [(0, it, slack, n) for _, it, slack, n in jobs]  # one batch: same decision, same state
+    exact = run(tmp, rows, "elasticflow").summary
+    greedy = run(tmp, rows, "elasticflow-greedy").summary
+    assert exact["accepted"] >= greedy["accepted"]
+
+
+def test_buddy_placement_packs_powers_of_two_and_takes_whole_nodes():
+    gpus = np.array([1, 8, 2, 4, 1, 0])
+    first, placed = place(gpus, np.arange(6), gpus_per_node=4, total_gpus=16)
+    assert placed[:5].all() and not placed[5]
+    assert first[1] == 0  # 8 GPUs: two whole nodes first
+    assert first[3] == 8 and first[2] == 12 and sorted(first[[0, 4]]) == [14, 15]
+    first, placed = place(np.array([8, 8, 8]), np.arange(3), gpus_per_node=8, total_gpus=16)
+    assert placed.tolist() == [True, True, False]
+
+
+def test_rank_set_cache_remembers_sets_until_cleared():
+    cache = RankSetCache()
+    assert not cache.lookup_and_add(np.array([0, 8]), np.array([8, 4]), 8).any()
+    assert cache.lookup_and_add(np.array([0, 8]), np.array([8, 8]), 8).tolist() == [True, False]
+    cache.clear()
+    assert not cache.lookup_and_add(np.array([0]), np.array([8]), 8).any()
+
+
+def test_overhead_model_matches_the_published_formula():
+    model = OverheadModel.published(total_gpus=64, slot=60)
+    assert model.seconds(np.array([1, 8, 0]), np.array([False, False, False]), restart=False).tolist() == [4, 10, 0]
+    assert model.seconds(np.array([8]), np.array([True]), restart=True).tolist() == [2]
+    assert model.seconds(np.array([8]), np.array([False]), restart=True).tolist() == [37]
+    big = OverheadModel.published(total_gpus=256, slot=60)
+    assert (big.base, big.restart) == (7, 47)
+    assert model.is_restart(60) and not model.is_restart(59) and not model.is_restart(0)
+
+
+def test_cli_runs_a_deadline_trace_and_writes_its_files(tmp_path):
+    trace, spec, tables = write_inputs(tmp_path, [(0, 4800, 1000, 1), (30, 480, 2000, 2)])
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["simulate", "--policy", "elasticflow", "--trace", str(trace), "--cluster-spec",
+                                   str(spec), "--throughput-dir", str(tables), "--slot", "60", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "deadline satisfactory ratio" in res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["deadline_satisfactory_ratio"] == 1.0
+    assert (out / "jobs.csv").read_text().count("\n") == 3
+
+
+def test_cli_reports_a_bad_trace_line_in_one_line(tmp_path):
+    trace, spec, tables = write_inputs(tmp_path, [(0, 4800, 1000, 1)])
+    trace.write_text(trace.read_text().replace(",4800,", ",many,"))
+    res = CliRunner().invoke(app, ["simulate", "--policy", "edf", "--trace", str(trace), "--cluster-spec", str(spec),
+                                   "--throughput-dir", str(tables)])
+    assert res.exit_code == 2
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "trace.csv:2" in lines[0] and "iteration" in lines[0]
+
+
+def test_cli_needs_all_three_deadline_inputs(tmp_path):
+    trace, spec, tables = write_inputs(tmp_path, [(0, 4800, 1000, 1)])
+    res = CliRunner().invoke(app, ["simulate", "--policy", "edf", "--trace", str(trace), "--cluster-spec", str(spec)])
+    assert res.exit_code == 2 and "--throughput-dir" in res.output
+
+
+def test_published_edf_ratio_on_the_elastic_vs_pollux_trace(shared_data):
+    ef = shared_data / "elasticflow"
+    result = simulate_deadlines(ef / "traces/elasticVpollux_e.csv", ef / "cluster_specs/n16g4.csv",
+                                ef / "throughputs_T4", policy="edf", slot=60)
+    assert abs(result.summary["deadline_satisfactory_ratio"] - 0.118) <= 0.02
