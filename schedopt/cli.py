@@ -109,6 +109,15 @@ def policies() -> None:
             backends = [f"{b} (conic)" if b in conic else f"{b} (LP bisection)" for b in backends]
         table.add_row(name, str(cls.program), ", ".join(backends) if needs else "no solver needed")
     console.print(table)
+    from allocators.deadline import DEADLINE_POLICIES
+
+    deadline = Table(title="deadline policies (simulate --cluster-spec --throughput-dir)")
+    for col in ("policy", "GPUs", "what it does"):
+        deadline.add_column(col)
+    for name, cls in sorted(DEADLINE_POLICIES.items()):
+        doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]
+        deadline.add_row(name, "elastic" if cls.elastic else "requested", doc)
+    console.print(deadline)
 
 
 @app.command()

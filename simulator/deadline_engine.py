@@ -77,6 +77,7 @@ class DeadlineEngine:
             best_effort=w.best_effort, iterations=w.iterations, remaining=w.iterations.astype(float).copy(),
             requested=w.requested, duration=w.duration, cap=cap, rates=rates, gpus=np.zeros(J, dtype=np.int64),
             executed=np.zeros(J), attained=np.zeros(J),
+            overhead_floor=self.overhead.base if policy.charge is Charge.EVERY_DECISION else 0.0,
         )
         self.finish = np.full(J, np.nan)
         self.first_start = np.full(J, np.nan)

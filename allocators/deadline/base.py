@@ -69,6 +69,9 @@ class JobsView:
     executed: np.ndarray
     attained: np.ndarray
     decisions: int = 0
+    #: seconds of each decision interval a running job loses at least (the overhead model's base
+    #: charge for policies charged at every decision; 0 otherwise)
+    overhead_floor: float = 0.0
 
     def active(self) -> np.ndarray:
         """Indices of admitted, arrived, unfinished jobs (pending or running)."""

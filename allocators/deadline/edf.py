@@ -35,6 +35,8 @@ def deadline_order(view: JobsView, jobs: np.ndarray) -> np.ndarray:
 
 
 class EDF(DeadlinePolicy):
+    """Earliest deadline first, elastic up to each job's cap, no admission control."""
+
     name = "edf"
     charge = Charge.NEVER
 
@@ -43,6 +45,8 @@ class EDF(DeadlinePolicy):
 
 
 class EDFAccessControl(EDF):
+    """EDF with admission: an arrival is admitted iff every admitted job's EDF plan meets its deadline."""
+
     name = "edf-accessctrl"
     charge = Charge.EVERY_DECISION
 

@@ -16,6 +16,9 @@ Policies:
 - ``elasticflow-greedy``: the published greedy planner alone (the published ``ef-accessctrl``).
 - ``ef``: the greedy planner without admission control (every job is admitted).
 
+Each slot's usable seconds are reduced by the overhead every decision costs a running job
+(the engine's ``overhead_floor``), so plans keep the margin the published planner lacks.
+
 Planning slots: the grid now + kΔ up to the furthest deadline; beyond ``fine_slots`` slots the
 grid keeps only the slot boundaries at jobs' deadlines (coarser segments, in which a job keeps one
 size: a restriction, so a plan found is still a valid plan).
@@ -42,6 +45,8 @@ from .base import Charge, DeadlinePolicy, JobsView
 
 
 class ElasticFlow(DeadlinePolicy):
+    """ElasticFlow with exact admission: the greedy, then the LP certificate and the MILP where it rejects."""
+
     name = "elasticflow"
     caps = "elasticflow"
     charge = Charge.EVERY_DECISION
@@ -141,8 +146,9 @@ class ElasticFlow(DeadlinePolicy):
         return plan
 
     def _kept_plan(self, view: JobsView, jobs: np.ndarray, problem: AdmissionProblem) -> Plan | None:
-        """The last exact plan, read on this decision's slots, if it still delivers every job's
-        remaining work (it does unless overhead ate into it or the job set changed)."""
+        """The last exact plan, read on this decision's slots, while it covers every job and stays a
+        valid schedule (capacity, sizes). It may fall short of a deadline by what overhead took
+        since it was solved; re-solving at every decision for that would cost a MILP per slot."""
         if self._kept is None:
             return None
         kept_jobs, kept_starts, kept_gpus = self._kept
@@ -154,7 +160,7 @@ class ElasticFlow(DeadlinePolicy):
         if col[0] < 0:
             return None
         gpus = kept_gpus[np.array([row[int(j)] for j in jobs])][:, col]
-        if plan_violations(problem, gpus):
+        if plan_violations(problem, gpus, deadlines=False):
             return None
         return Plan(feasible=True, gpus=gpus, method="milp (kept)")
 
@@ -172,6 +178,8 @@ class ElasticFlow(DeadlinePolicy):
             bounds = fine
         starts, ends = bounds[:-1], bounds[1:]
         usable = np.clip(np.minimum(ends[None, :], deadline[:, None]) - starts[None, :], 0.0, None)
+        decisions_per_slot = np.maximum(np.round((ends - starts) / slot), 1.0)
+        usable = np.clip(usable - view.overhead_floor * decisions_per_slot[None, :], 0.0, None)
         throughput = np.where(view.allowed(jobs), view.rates[jobs], np.nan)
         return AdmissionProblem(capacity=np.full(len(starts), view.total_gpus, dtype=np.int64), usable=usable,
                                 gpu_counts=view.gpu_counts, throughput=throughput,
@@ -192,11 +200,15 @@ class ElasticFlow(DeadlinePolicy):
 
 
 class ElasticFlowGreedy(ElasticFlow):
+    """ElasticFlow as published (ef-accessctrl): admission by the greedy planner alone."""
+
     name = "elasticflow-greedy"
     exact = False
 
 
 class ElasticFlowNoAdmission(ElasticFlow):
+    """ElasticFlow's planner without admission control: every job is admitted."""
+
     name = "ef"
     exact = False
     admission = False
