@@ -31,10 +31,11 @@ published runs it almost never does (elasticVpollux: 3 of 14,660 leases): the le
 job that needs x = 1 and every other x may lie anywhere between its least share and 1 while the
 GPUs suffice, so the order, and so who runs, is the interior-point solver's choice (ECOS there).
 ``shares="solver"`` (default) keeps the point of the conic solve (clarabel, like ECOS, is an
-interior-point method: it returns a point inside the optimal face, not a vertex); it gives 61/195 = 0.313 on elasticVpollux
-(published 0.312), where the least shares at the optimal level (``shares="least"``, what the
-bisection has) give 0.236. When every runnable job fits, the order decides nothing this lease and
-no program is solved (``solve_when_all_fit=True`` solves it anyway).
+interior-point method: it returns a point inside the optimal face, not a vertex). On elasticVpollux
+it gives 61/195 = 0.313 (published 0.312; a restatement of the published loop solved with ECOS meets
+or misses the same deadlines, job for job), where the least shares at the optimal level
+(``shares="least"``, what the bisection has) give 0.236. When every runnable job fits, the order
+decides nothing this lease and no program is solved (``solve_when_all_fit=True`` solves it anyway).
 
 Engine differences (see the report): the published lease grid is fixed (cur += Δ from the first
 arrival, arrivals snapped to it), while the engine jumps to the next arrival after an idle gap;
