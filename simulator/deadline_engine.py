@@ -188,10 +188,8 @@ class DeadlineEngine:
             raise SimulationError(f"{self.policy.name} gave GPUs to job {self.workload.job_ids[bad[0]]}, "
                                   f"which is not active ({JobState(v.state[bad[0]]).name})")
         if given.size:
-            ok = v.allowed(given)
-            col = np.searchsorted(v.gpu_counts, gpus[given])
-            legal = (col < len(v.gpu_counts)) & (v.gpu_counts[np.minimum(col, len(v.gpu_counts) - 1)] == gpus[given])
-            legal &= ok[np.arange(given.size), np.minimum(col, len(v.gpu_counts) - 1)]
+            col, legal = v.columns(gpus[given])
+            legal &= v.allowed(given)[np.arange(given.size), col]
             if not legal.all():
                 j = given[~legal][0]
                 raise SimulationError(f"{self.policy.name} gave job {self.workload.job_ids[j]} {gpus[j]} GPUs, "
@@ -230,8 +228,7 @@ class DeadlineEngine:
         self.overhead_due[due] = self.overhead.seconds(gpus[due], cached, restart)
         fresh = on[np.isnan(self.first_start[on])]
         self.first_start[fresh] = v.now
-        active = v.active()
-        v.state[active] = np.where(gpus[active] > 0, JobState.RUNNING, JobState.PENDING)
+        v.state[order] = np.where(gpus[order] > 0, JobState.RUNNING, JobState.PENDING)
         v.gpus[:] = gpus
 
     def _record(self, timeline: _Timeline, t: float) -> None:

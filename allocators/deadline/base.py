@@ -77,14 +77,16 @@ class JobsView:
         """Indices of admitted, arrived, unfinished jobs (pending or running)."""
         return np.flatnonzero((self.state == JobState.PENDING) | (self.state == JobState.RUNNING))
 
+    def columns(self, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Table column of each GPU count, and whether the count is a column (0 is not)."""
+        gpus = np.asarray(gpus)
+        col = np.minimum(np.searchsorted(self.gpu_counts, gpus), len(self.gpu_counts) - 1)
+        return col, (gpus > 0) & (self.gpu_counts[col] == gpus)
+
     def rate(self, jobs: np.ndarray, gpus: np.ndarray) -> np.ndarray:
         """Iterations/s of ``jobs`` on ``gpus`` GPUs each (0 for 0 GPUs or an unsupported count)."""
-        gpus = np.asarray(gpus)
-        col = np.searchsorted(self.gpu_counts, gpus)
-        col = np.minimum(col, len(self.gpu_counts) - 1)
-        ok = (gpus > 0) & (self.gpu_counts[col] == gpus)
-        out = np.where(ok, self.rates[jobs, col], 0.0)
-        return np.nan_to_num(out, nan=0.0)
+        col, ok = self.columns(gpus)
+        return np.nan_to_num(np.where(ok, self.rates[jobs, col], 0.0), nan=0.0)
 
     def allowed(self, jobs: np.ndarray) -> np.ndarray:
         """(len(jobs), S) mask of GPU counts each job may run on."""
@@ -126,8 +128,3 @@ class DeadlinePolicy(ABC):
         """One row per program solved (time, size, build/solve seconds, method); empty for heuristics."""
         return []
 
-
-def largest_level_at_most(gpu_counts: np.ndarray, limit: np.ndarray) -> np.ndarray:
-    """The largest GPU count ≤ ``limit`` (elementwise; 0 where none)."""
-    idx = np.searchsorted(gpu_counts, limit, side="right") - 1
-    return np.where(idx >= 0, gpu_counts[np.maximum(idx, 0)], 0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Charge, DeadlinePolicy, JobsView, largest_level_at_most
+from .base import Charge, DeadlinePolicy, JobsView
 from .planning import edf_finish_times
 
 
@@ -63,4 +63,4 @@ class EDFAccessControl(EDF):
         return ok
 
 
-__all__ = ["EDF", "EDFAccessControl", "edf_allocation", "largest_level_at_most"]
+__all__ = ["EDF", "EDFAccessControl", "edf_allocation"]

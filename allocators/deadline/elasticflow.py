@@ -132,8 +132,7 @@ class ElasticFlow(DeadlinePolicy):
                     reason = f"the MILP would exceed {self.max_binaries} binaries"
                 self._fallbacks[reason] = self._fallbacks.get(reason, 0) + 1
             elif exact.feasible:
-                starts = view.now + np.concatenate(([0.0], np.cumsum(problem.slot_seconds)[:-1]))
-                self._kept = (jobs.copy(), starts, exact.gpus.copy())
+                self._kept = (jobs.copy(), _slot_starts(view, problem), exact.gpus.copy())
             elif exact.feasible and purpose == "admission":
                 self.greedy_rejected_exact_admitted += 1
             self._log.append({"time": view.now, "purpose": purpose, "jobs": len(jobs), "slots": problem.num_slots,
@@ -155,8 +154,7 @@ class ElasticFlow(DeadlinePolicy):
         row = {int(j): k for k, j in enumerate(kept_jobs)}
         if not all(int(j) in row for j in jobs):
             return None
-        starts = view.now + np.concatenate(([0.0], np.cumsum(problem.slot_seconds)[:-1]))
-        col = np.searchsorted(kept_starts, starts + 1e-9, side="right") - 1
+        col = np.searchsorted(kept_starts, _slot_starts(view, problem) + 1e-9, side="right") - 1
         if col[0] < 0:
             return None
         gpus = kept_gpus[np.array([row[int(j)] for j in jobs])][:, col]
@@ -212,3 +210,7 @@ class ElasticFlowNoAdmission(ElasticFlow):
     name = "ef"
     exact = False
     admission = False
+
+
+def _slot_starts(view: JobsView, problem: AdmissionProblem) -> np.ndarray:
+    return view.now + np.concatenate(([0.0], np.cumsum(problem.slot_seconds)[:-1]))
