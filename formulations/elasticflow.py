@@ -33,7 +33,8 @@ cut, and 0 <= y_jk <= n̄_j. Capacity, deadline and objective are the same linea
 in (y, τ) as in x, so the image is LP-feasible with the same objective. Contrapositive:
 no LP point ⇒ no MILP point; and the LP optimum is a lower bound on the MILP's.
 
-:func:`greedy_plan` is the published heuristic, :func:`solve_admission` the decision
+:func:`greedy_plan` is the published heuristic, :func:`insert_job` its one-job rule on what
+another plan leaves free, :func:`solve_admission` the decision
 (LP certificate, then MILP, greedy fallback reported in ``Plan.fell_back``), and
 :func:`distribute_leftover` this project's leftover-GPU rule. No knowledge of traces,
 files or simulators: only arrays.
@@ -41,8 +42,10 @@ files or simulators: only arrays.
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -113,15 +116,31 @@ class AdmissionProblem:
     def num_slots(self) -> int:
         return int(self.capacity.shape[0])
 
-    @property
+    @cached_property
     def allowed(self) -> np.ndarray:
         """(J, S): size s is allowed for job j (throughput finite and > 0)."""
         T = self.throughput
         return np.isfinite(T) & (np.nan_to_num(T, nan=0.0) > 0)
 
+    @cached_property
+    def _rates(self) -> np.ndarray:
+        return np.where(self.allowed, np.nan_to_num(self.throughput, nan=0.0), 0.0)
+
     def rates(self) -> np.ndarray:
         """(J, S) throughput with 0 where not allowed."""
-        return np.where(self.allowed, np.nan_to_num(self.throughput, nan=0.0), 0.0)
+        return self._rates
+
+    @cached_property
+    def level_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Lookup tables of the greedy: ``best[j, g]`` = index of job j's largest allowed size
+        <= g GPUs (S: none) for g = 0..max capacity; sizes and rates with a 0 appended at S."""
+        J, S = self.allowed.shape
+        mark = np.zeros((J, int(self.capacity.max()) + 1), dtype=np.int64)
+        j, s = np.nonzero(self.allowed & (self.gpu_counts[None, :] < mark.shape[1]))
+        mark[j, self.gpu_counts[s]] = s + 1
+        best = np.maximum.accumulate(mark, axis=1) - 1
+        best[best < 0] = S
+        return best, np.append(self.gpu_counts, 0), np.concatenate([self._rates, np.zeros((self.num_jobs, 1))], 1)
 
     def deadline_slot(self) -> np.ndarray:
         """(J,) each job's last slot with usable time (-1: none)."""
@@ -154,6 +173,20 @@ class Plan:
     objective: float | None = None
     lp_bound: float | None = None
     job_fits: np.ndarray | None = None
+    run: GreedyRun | None = None
+
+
+@dataclass(frozen=True)
+class GreedyRun:
+    """What :func:`greedy_plan` did, position by position of its planning order: the jobs'
+    ``keys``, the ``free`` profile before each position (one row more), each ``row`` planned
+    and whether it ``fits``. A later call on the same slots resumes after the longest common
+    prefix of the two orders (the plans there are the same, jobs being planned one by one)."""
+
+    keys: np.ndarray
+    free: np.ndarray
+    rows: np.ndarray
+    fits: np.ndarray
 
 
 # ---------------------------------------------------------------------------- the MILP
@@ -348,7 +381,7 @@ def plan_violations(problem: AdmissionProblem, gpus: np.ndarray, *, deadlines: b
     return out
 
 
-def greedy_plan(problem: AdmissionProblem) -> Plan:
+def greedy_plan(problem: AdmissionProblem, keys: np.ndarray | None = None, resume: GreedyRun | None = None) -> Plan:
     """The published ElasticFlow greedy, restated on slots (pkusys/ElasticFlow,
     ``scheduler.py``: ``estimate_all_jobs`` and ``ef_sim_allocation``).
 
@@ -377,63 +410,96 @@ def greedy_plan(problem: AdmissionProblem) -> Plan:
     * the code plans on an event-time step function with its end time rounded up to the
       60 s scheduling slot; here slots are the caller's and a job holds its GPUs for
       the whole slot in which it finishes.
+
+    ``keys`` name the jobs (default: their indices) and break deadline ties. ``resume``: a
+    previous run (``Plan.run``) on the same slots and capacity in which every job with the
+    same key had the same data; its common prefix is reused, not re-planned.
     """
     t0 = time.perf_counter()
     J, K = problem.num_jobs, problem.num_slots
-    free = problem.capacity.astype(np.int64).copy()
+    keys = np.arange(J) if keys is None else np.asarray(keys)
     gpus = np.zeros((J, K), dtype=np.int64)
-    fits = np.ones(J, dtype=bool)
-    rates = problem.rates()
     d = problem.deadline_slot()
     last_use = problem.usable[np.arange(J), np.maximum(d, 0)]
-    for j in np.lexsort((np.arange(J), last_use, d)).tolist():
+    order = np.lexsort((keys, last_use, d))
+    okeys = keys[order]
+    snaps = np.empty((J + 1, K), dtype=np.int64)
+    rows = np.zeros((J, K), dtype=np.int64)
+    fits = np.ones(J, dtype=bool)
+    start = 0
+    if resume is not None and resume.free.shape[1] == K and np.array_equal(resume.free[0], problem.capacity):
+        m = min(J, resume.keys.shape[0])
+        differ = np.flatnonzero(resume.keys[:m] != okeys[:m])
+        start = int(differ[0]) if differ.size else m
+        snaps[:start + 1], rows[:start], fits[:start] = resume.free[:start + 1], resume.rows[:start], resume.fits[:start]
+    else:
+        snaps[0] = problem.capacity
+    free = snaps[start].copy()
+    allowed = problem.allowed
+    for pos in range(start, J):
+        j = int(order[pos])
         need = float(problem.remaining[j])
-        if need <= 0:
-            continue
-        live = problem.usable[j] > 0
-        sizes = np.flatnonzero(problem.allowed[j])
-        levels, lrates = problem.gpu_counts[sizes], rates[j, sizes]
-        if levels.size == 0 or not live.any():
-            fits[j] = False
-            continue
-        target = need * (1.0 - GREEDY_TOL)
-        plan = None
-        for i, q in enumerate(levels.tolist()):
-            alloc, iters = _level_sizes(q, free, live, problem.usable[j], levels, lrates)
-            back = np.cumsum(iters[::-1])[::-1]  # back[k] = iterations in slots k..K-1
-            reach = np.flatnonzero(back >= target)
-            if reach.size == 0:
-                if q >= free[live].max():
-                    break  # higher levels are capped to the same sizes
-                continue
-            point = int(reach[-1])
-            prev = int(levels[i - 1]) if i > 0 else 0
-            early, early_iters = _level_sizes(prev, free, live, problem.usable[j], levels, lrates)
-            before = np.arange(K) < point
-            alloc = np.where(before, early, alloc)
-            iters = np.where(before, early_iters, iters)
-            done = int(np.flatnonzero(np.cumsum(iters) >= target)[0])
-            alloc[done + 1:] = 0
-            plan = alloc
-            break
-        if plan is None:
-            plan, _ = _level_sizes(int(levels[-1]), free, live, problem.usable[j], levels, lrates)
-            fits[j] = False
-        gpus[j] = plan
-        free -= plan
-    feasible = bool(fits.all())
-    return Plan(feasible=feasible, gpus=gpus, method="greedy", solve_seconds=time.perf_counter() - t0,
-                objective=plan_objective(problem, gpus), job_fits=fits)
+        if need > 0:
+            if not allowed[j].any() or d[j] < 0:
+                fits[pos] = False
+            else:
+                rows[pos], fits[pos] = _greedy_job(problem, j, need * (1.0 - GREEDY_TOL), free)
+                free -= rows[pos]
+        snaps[pos + 1] = free
+    gpus[order] = rows
+    job_fits = np.empty(J, dtype=bool)
+    job_fits[order] = fits
+    return Plan(feasible=bool(fits.all()), gpus=gpus, method="greedy", solve_seconds=time.perf_counter() - t0,
+                objective=plan_objective(problem, gpus), job_fits=job_fits,
+                run=GreedyRun(keys=okeys, free=snaps, rows=rows, fits=fits))
 
 
-def _level_sizes(q: int, free: np.ndarray, live: np.ndarray, usable: np.ndarray, levels: np.ndarray,
-                 lrates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per slot: the largest level <= min(q, free) where the job can run (else 0), and
-    the iterations it makes there."""
-    idx = np.searchsorted(levels, np.minimum(q, free), side="right") - 1
-    has = live & (idx >= 0)
-    alloc = np.where(has, levels[np.maximum(idx, 0)], 0)
-    return alloc, np.where(has, lrates[np.maximum(idx, 0)] * usable, 0.0)
+def insert_job(problem: AdmissionProblem, gpus: np.ndarray, j: int) -> np.ndarray | None:
+    """Job j's greedy plan (:func:`greedy_plan`'s rule for one job) on the capacity the other
+    rows of ``gpus`` leave free; ``gpus`` with row j replaced by it, or None if it does not fit.
+
+    A valid plan for the other jobs plus this row is a proof that all fit: admission by
+    insertion into the last plan needs no re-planning of the jobs already admitted."""
+    gpus = np.asarray(gpus, dtype=np.int64)
+    free = problem.capacity - gpus.sum(axis=0) + gpus[j]
+    out = gpus.copy()
+    if problem.remaining[j] <= 0:
+        out[j] = 0
+        return out
+    if not problem.allowed[j].any() or not (problem.usable[j] > 0).any() or (free < 0).any():
+        return None
+    plan, fits = _greedy_job(problem, j, float(problem.remaining[j]) * (1.0 - GREEDY_TOL), free)
+    if not fits:
+        return None
+    out[j] = plan
+    return out
+
+
+def _greedy_job(problem: AdmissionProblem, j: int, target: float, free: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Job j's greedy plan on the free profile (:func:`greedy_plan`), all levels at once.
+
+    Row i of the (L, K) tables is level q_i's walk: per slot the largest level <= min(q_i,
+    free_k) where the job can run (else 0) and the iterations it makes there. The first
+    level whose backward sums reach ``target`` wins (levels above the largest free count
+    repeat the same row); returns (plan, fits)."""
+    best, sizes, rates = problem.level_tables
+    usable = problem.usable[j]
+    levels = problem.gpu_counts[problem.allowed[j]]
+    idx = best[j][np.minimum(levels[:, None], np.where(usable > 0, free, 0))]
+    alloc = sizes[idx]
+    iters = rates[j][idx] * usable
+    reach = np.cumsum(iters[:, ::-1], axis=1) >= target  # [i, m]: slots K-1-m..K-1 reach the target
+    i = int(np.argmax(reach.any(axis=1)))
+    if not reach[i].any():
+        return alloc[-1], False
+    point = iters.shape[1] - 1 - int(np.argmax(reach[i]))
+    plan, made = alloc[i], iters[i]
+    if point:
+        early = (alloc[i - 1, :point], iters[i - 1, :point]) if i else (np.zeros(point, np.int64), np.zeros(point))
+        plan, made = np.concatenate((early[0], plan[point:])), np.concatenate((early[1], made[point:]))
+    plan = plan.copy()
+    plan[int(np.argmax(np.cumsum(made) >= target)) + 1:] = 0
+    return plan, True
 
 
 # ---------------------------------------------------------------------------- the decision
@@ -554,24 +620,27 @@ def distribute_leftover(gpus: np.ndarray, free: int, gpu_counts: np.ndarray, thr
     at = np.clip(pos, 0, S - 1)
     if ((cur != 0) & ~((n[at] == cur) & allowed[np.arange(J), at])).any() or (cur < 0).any():
         raise ProblemError("distribute_leftover: every current size must be 0 or an allowed size")
-    rows = np.arange(J)
     free = int(free)
-    # index of each allowed size's next allowed size (S: none)
-    idx = np.where(allowed, np.arange(S)[None, :], S)
-    next_from = np.minimum.accumulate(np.concatenate([idx, np.full((J, 1), S)], axis=1)[:, ::-1], axis=1)[:, ::-1]
-    # next_from[j, s] = first allowed size index >= s
-    while True:
-        start = np.where(cur == 0, 0, np.searchsorted(n, cur) + 1)
-        nxt = next_from[rows, np.minimum(start, S)]
-        has = nxt < S
-        nx = np.minimum(nxt, S - 1)
-        now_rate = np.where(cur == 0, 0.0, rate[rows, np.clip(np.searchsorted(n, cur), 0, S - 1)])
-        dn = np.where(has, n[nx] - cur, 0)
-        dT = np.where(has, rate[rows, nx] - now_rate, 0.0)
-        cand = ok & has & (dn <= free) & (dT > 0)
-        if not cand.any():
-            return cur
-        gain = np.where(cand, dT / np.maximum(dn, 1), -np.inf)
-        j = int(np.argmax(gain))
-        cur[j] += dn[j]
-        free -= int(dn[j])
+    nxt = [np.flatnonzero(allowed[j]).tolist() for j in range(J)]
+    heap = []
+
+    def push(j: int) -> None:
+        """Queue job j's next upgrade (the allowed size after its current one)."""
+        sizes = nxt[j]
+        now_rate = 0.0
+        while sizes and n[sizes[0]] <= cur[j]:
+            now_rate = rate[j, sizes.pop(0)]
+        if sizes and rate[j, sizes[0]] > now_rate:
+            dn = int(n[sizes[0]] - cur[j])
+            heapq.heappush(heap, (-(rate[j, sizes[0]] - now_rate) / dn, j, dn))
+
+    for j in np.flatnonzero(ok).tolist():
+        push(j)
+    while heap and free > 0:
+        _, j, dn = heapq.heappop(heap)
+        if dn > free:
+            continue  # free only shrinks: this upgrade never fits again
+        cur[j] += dn
+        free -= dn
+        push(j)
+    return cur

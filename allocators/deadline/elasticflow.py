@@ -10,9 +10,10 @@ pending and best-effort jobs by marginal throughput per added GPU
 Policies:
 
 - ``elasticflow``: the exact program. The published greedy answers first (its plan is proof of
-  feasibility); where it rejects, the LP relaxation (a certificate of infeasibility) and then the
-  MILP decide. A MILP over the size limit or stopped without an answer falls back to the greedy
-  and says so in the run's notes.
+  feasibility). Where it rejects, the last feasible plan (greedy or MILP) is tried with the arrival
+  inserted on what it leaves free (:func:`formulations.elasticflow.insert_job`; also a proof), and
+  then the LP relaxation (a certificate of infeasibility) and the MILP decide. A MILP over the size
+  limit or stopped without an answer falls back to the greedy and says so in the run's notes.
 - ``elasticflow-greedy``: the published greedy planner alone (the published ``ef-accessctrl``).
 - ``ef``: the greedy planner without admission control (every job is admitted).
 
@@ -32,10 +33,13 @@ import time
 import numpy as np
 
 from formulations.elasticflow import (
+    TOL,
     AdmissionProblem,
     Plan,
+    delivered,
     distribute_leftover,
     greedy_plan,
+    insert_job,
     plan_violations,
     solve_admission,
 )
@@ -62,8 +66,11 @@ class ElasticFlow(DeadlinePolicy):
         self._log: list[dict] = []
         self._fallbacks: dict[str, int] = {}
         self.greedy_rejected_exact_admitted = 0
+        self.kept_used = 0
         self._next_change = np.inf
         self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._grid: tuple[float, np.ndarray] = (-np.inf, np.zeros(0))
+        self._run = None
 
     # ---------------------------------------------------------------- admission and planning
 
@@ -72,13 +79,14 @@ class ElasticFlow(DeadlinePolicy):
         if not self.admission:
             return ok
         admitted = self._deadline_jobs(view, exclude=arrivals)
+        self._bounds(view, np.union1d(admitted, arrivals[~view.best_effort[arrivals]]))
         order = np.argsort(view.deadline[arrivals], kind="stable")
         for k in order:
             j = arrivals[k]
             if view.best_effort[j]:
                 continue
-            trial = np.append(admitted, j)
-            plan = self._plan(view, trial, purpose="admission")
+            trial = np.sort(np.append(admitted, j))
+            plan = self._plan(view, trial, purpose="admission", arrival=j)
             ok[k] = plan.feasible
             if plan.feasible:
                 admitted = trial
@@ -117,71 +125,102 @@ class ElasticFlow(DeadlinePolicy):
         """When the current plan changes a job's GPU count (the published planner's scale event)."""
         return self._next_change
 
-    def _plan(self, view: JobsView, jobs: np.ndarray, purpose: str, problem: AdmissionProblem | None = None) -> Plan:
+    def _plan(self, view: JobsView, jobs: np.ndarray, purpose: str, problem: AdmissionProblem | None = None,
+              arrival: int | None = None) -> Plan:
+        """The greedy's plan; for the exact policy, where it fails: the last feasible plan with
+        ``arrival`` inserted, else the exact program (LP certificate, MILP)."""
         problem = problem or self.problem(view, jobs)
+        plan = greedy_plan(problem, keys=jobs, resume=self._run)
+        self._run = plan.run
+        if not self.exact:
+            return plan
+        if plan.feasible:
+            self._keep(view, jobs, problem, plan.gpus)
+            return plan
+        kept = self._kept_plan(view, jobs, problem, arrival)
+        if kept is not None:
+            self.kept_used += 1
+            self.greedy_rejected_exact_admitted += purpose == "admission"
+            self._keep(view, jobs, problem, kept.gpus)
+            return kept
         tick = time.perf_counter()
-        plan = greedy_plan(problem)
-        if self.exact and not plan.feasible:
-            kept = self._kept_plan(view, jobs, problem)
-            if kept is not None:
-                return kept
-            exact = solve_admission(problem, self.solver, time_limit=self.time_limit, max_binaries=self.max_binaries)
-            if exact.fell_back:
-                reason = f"the MILP stopped ({exact.status}) without a plan or a proof"
-                if exact.num_binaries > self.max_binaries:
-                    reason = f"the MILP would exceed {self.max_binaries} binaries"
-                self._fallbacks[reason] = self._fallbacks.get(reason, 0) + 1
-            elif exact.feasible:
-                self._kept = (jobs.copy(), _slot_starts(view, problem), exact.gpus.copy())
-            elif exact.feasible and purpose == "admission":
-                self.greedy_rejected_exact_admitted += 1
-            self._log.append({"time": view.now, "purpose": purpose, "jobs": len(jobs), "slots": problem.num_slots,
-                              "method": exact.method, "status": str(exact.status), "feasible": exact.feasible,
-                              "binaries": exact.num_binaries, "rows": exact.num_rows,
-                              "build_seconds": exact.build_seconds, "solve_seconds": exact.solve_seconds,
-                              "seconds": time.perf_counter() - tick})
-            if exact.feasible or exact.method != "greedy":
-                plan = exact if exact.feasible else plan
-        return plan
+        exact = solve_admission(problem, self.solver, time_limit=self.time_limit, max_binaries=self.max_binaries)
+        if exact.fell_back:
+            reason = f"the MILP stopped ({exact.status}) without a plan or a proof"
+            if exact.num_binaries > self.max_binaries:
+                reason = f"the MILP would exceed {self.max_binaries} binaries"
+            self._fallbacks[reason] = self._fallbacks.get(reason, 0) + 1
+        elif exact.feasible:
+            self._keep(view, jobs, problem, exact.gpus)
+            self.greedy_rejected_exact_admitted += purpose == "admission"
+        self._log.append({"time": view.now, "purpose": purpose, "jobs": len(jobs), "slots": problem.num_slots,
+                          "method": exact.method, "status": str(exact.status), "feasible": exact.feasible,
+                          "binaries": exact.num_binaries, "rows": exact.num_rows,
+                          "build_seconds": exact.build_seconds, "solve_seconds": exact.solve_seconds,
+                          "seconds": time.perf_counter() - tick})
+        return exact if exact.feasible else plan
 
-    def _kept_plan(self, view: JobsView, jobs: np.ndarray, problem: AdmissionProblem) -> Plan | None:
-        """The last exact plan, read on this decision's slots, while it covers every job and stays a
-        valid schedule (capacity, sizes). It may fall short of a deadline by what overhead took
-        since it was solved; re-solving at every decision for that would cost a MILP per slot."""
+    def _keep(self, view: JobsView, jobs: np.ndarray, problem: AdmissionProblem, gpus: np.ndarray) -> None:
+        """Remember a feasible plan (``jobs`` sorted) with its slot start times."""
+        self._kept = (jobs.copy(), _slot_starts(view, problem), np.asarray(gpus).copy())
+
+    def _kept_plan(self, view: JobsView, jobs: np.ndarray, problem: AdmissionProblem,
+                   arrival: int | None) -> Plan | None:
+        """The last feasible plan read on this decision's slots, repaired and extended by
+        :func:`insert_job`: a job it no longer carries to its deadline (progress lost to overhead
+        since it was made) and the ``arrival`` it never had are each re-planned on what the others
+        leave free. None if the plan misses any other job or a repair does not fit."""
         if self._kept is None:
             return None
         kept_jobs, kept_starts, kept_gpus = self._kept
-        row = {int(j): k for k, j in enumerate(kept_jobs)}
-        if not all(int(j) in row for j in jobs):
+        pos = np.minimum(np.searchsorted(kept_jobs, jobs), len(kept_jobs) - 1)
+        known = kept_jobs[pos] == jobs
+        if not (known | (jobs == arrival)).all():
             return None
         col = np.searchsorted(kept_starts, _slot_starts(view, problem) + 1e-9, side="right") - 1
         if col[0] < 0:
             return None
-        gpus = kept_gpus[np.array([row[int(j)] for j in jobs])][:, col]
+        gpus = np.zeros((len(jobs), problem.num_slots), dtype=np.int64)
+        gpus[known] = kept_gpus[pos[known]][:, col]
+        gpus = np.where(problem.usable > 0, gpus, 0)
         if plan_violations(problem, gpus, deadlines=False):
             return None
-        return Plan(feasible=True, gpus=gpus, method="milp (kept)")
+        need = problem.remaining
+        for j in np.flatnonzero(delivered(problem, gpus) < need - TOL * np.maximum(need, 1.0)).tolist():
+            gpus = insert_job(problem, gpus, j)
+            if gpus is None:
+                return None
+        return Plan(feasible=True, gpus=gpus, method="kept plan")
 
     def problem(self, view: JobsView, jobs: np.ndarray) -> AdmissionProblem:
-        """The admission program's data for ``jobs`` from now (module doc: planning slots)."""
-        now, slot = view.now, view.slot
-        deadline = view.deadline[jobs]
-        horizon = max(float(np.max(deadline)) - now, slot)
-        count = math.ceil(horizon / slot - 1e-9)
-        fine = now + slot * np.arange(min(count, self.fine_slots) + 1)
-        if count > self.fine_slots:
-            aligned = now + slot * np.ceil((deadline[deadline > fine[-1]] - now) / slot - 1e-9)
-            bounds = np.union1d(fine, aligned)
-        else:
-            bounds = fine
+        """The admission program's data for ``jobs`` (sorted) from now on this decision's slots."""
+        bounds = self._bounds(view, jobs)
         starts, ends = bounds[:-1], bounds[1:]
+        deadline = view.deadline[jobs]
         usable = np.clip(np.minimum(ends[None, :], deadline[:, None]) - starts[None, :], 0.0, None)
-        decisions_per_slot = np.maximum(np.round((ends - starts) / slot), 1.0)
+        decisions_per_slot = np.maximum(np.round((ends - starts) / view.slot), 1.0)
         usable = np.clip(usable - view.overhead_floor * decisions_per_slot[None, :], 0.0, None)
         throughput = np.where(view.allowed(jobs), view.rates[jobs], np.nan)
         return AdmissionProblem(capacity=np.full(len(starts), view.total_gpus, dtype=np.int64), usable=usable,
                                 gpu_counts=view.gpu_counts, throughput=throughput,
                                 remaining=view.remaining[jobs].astype(float), slot_seconds=ends - starts)
+
+    def _bounds(self, view: JobsView, jobs: np.ndarray) -> np.ndarray:
+        """This decision's slot boundaries (module doc: planning slots), fixed by the first call at
+        a decision (admission passes every candidate), so that the greedy runs of one decision
+        share their slots and each resumes the previous one."""
+        if self._grid[0] == view.now:
+            return self._grid[1]
+        now, slot = view.now, view.slot
+        deadline = view.deadline[jobs]
+        horizon = max(float(np.max(deadline, initial=now)) - now, slot)
+        count = math.ceil(horizon / slot - 1e-9)
+        bounds = now + slot * np.arange(min(count, self.fine_slots) + 1)
+        if count > self.fine_slots:
+            aligned = now + slot * np.ceil((deadline[deadline > bounds[-1]] - now) / slot - 1e-9)
+            bounds = np.union1d(bounds, aligned)
+        self._grid, self._run = (now, bounds), None
+        return bounds
 
     # ---------------------------------------------------------------- reporting
 
@@ -191,6 +230,7 @@ class ElasticFlow(DeadlinePolicy):
         if self.exact and self.admission:
             notes.append(f"admission decisions where the greedy rejected and the exact program admitted: "
                          f"{self.greedy_rejected_exact_admitted}")
+            notes.append(f"plans answered by the last feasible plan, repaired or extended: {self.kept_used}")
         return notes
 
     def solve_log(self) -> list[dict]:
