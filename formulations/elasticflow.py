@@ -431,7 +431,8 @@ def greedy_plan(problem: AdmissionProblem, keys: np.ndarray | None = None, resum
         m = min(J, resume.keys.shape[0])
         differ = np.flatnonzero(resume.keys[:m] != okeys[:m])
         start = int(differ[0]) if differ.size else m
-        snaps[:start + 1], rows[:start], fits[:start] = resume.free[:start + 1], resume.rows[:start], resume.fits[:start]
+        snaps[:start + 1] = resume.free[:start + 1]
+        rows[:start], fits[:start] = resume.rows[:start], resume.fits[:start]
     else:
         snaps[0] = problem.capacity
     free = snaps[start].copy()
