@@ -225,7 +225,6 @@ def build_milp(problem: AdmissionProblem) -> Model:
                hi=problem.capacity.astype(float))
     _deadline_rows(m, x, problem, jj, problem.usable[jj, kk] * problem.rates()[jj, ss])
     m.set_objective({x: n[ss] * problem.usable[jj, kk]}, sense="min")
-    _guard_empty(m)
     return m
 
 
@@ -327,16 +326,7 @@ def build_lp(problem: AdmissionProblem) -> Model:
                hi=problem.capacity.astype(float))
     _deadline_rows(m, tau, problem, jj, problem.usable[jj, kk])
     m.set_objective({y: problem.usable[jj, kk]}, sense="min")
-    _guard_empty(m)
     return m
-
-
-def _guard_empty(m: Model) -> None:
-    """Give a model without columns one fixed at 0: HiGHS answers "optimal" for a model
-    with no columns without reading its rows (a job with remaining > 0 and nowhere to
-    run leaves an empty deadline row, which must make the model infeasible)."""
-    if m.num_vars == 0:
-        m.add_variables("empty_guard", 1, ub=0.0)
 
 
 # ---------------------------------------------------------------------------- plans

@@ -1,5 +1,8 @@
 """Bridges for what a backend lacks, each one reported in the result's notes.
 
+A model without columns is answered without a backend (:func:`solve_without_columns`):
+HiGHS calls any such model optimal without reading its rows, cvxpy and Pyomo refuse it.
+
 Log terms on LP/MILP-only backends: Kelley's outer approximation. With
 ``u_i = g_i . x + h_i`` and an epigraph variable ``t_i`` per term, the model
 
@@ -178,3 +181,21 @@ def solve_log_by_tangent_cuts(model: CanonicalModel, backend: Backend, options: 
         f"relative gap {gap:.2e} (target {target:.0e})"
     )
     return result
+
+
+#: a row bound further than this from 0 excludes the only point of a model without columns
+EMPTY_ROW_TOL = 1e-9
+
+
+def solve_without_columns(model: CanonicalModel, spec: str) -> Result:
+    """The answer for a model with no columns: every row's activity is 0, so it is optimal
+    (objective = the constant) iff every row admits 0, else infeasible."""
+    bad = np.flatnonzero((model.row_lo > EMPTY_ROW_TOL) | (model.row_hi < -EMPTY_ROW_TOL))
+    if bad.size:
+        return Result(Status.INFEASIBLE, spec, message=f"no columns, and {bad.size} row(s) whose bounds exclude 0",
+                      notes=["a model without columns is answered without the solver"])
+    x = np.zeros(0)
+    objective = model.objective_value(x)
+    return Result(Status.OPTIMAL, spec, objective=objective, bound=objective, x=x,
+                  row_duals=np.zeros(model.num_rows), reduced_costs=x.copy(), message="no columns",
+                  notes=["a model without columns is answered without the solver"])

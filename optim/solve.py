@@ -7,7 +7,7 @@ from .capabilities import Capability
 from .errors import CapabilityError, LicenseLimitError
 from .model import CanonicalModel, Model
 from .options import SolveOptions
-from .reformulations import solve_log_by_tangent_cuts
+from .reformulations import solve_log_by_tangent_cuts, solve_without_columns
 from .result import Result, Status
 
 
@@ -59,7 +59,9 @@ def solve(
             f"{be.spec} cannot solve {canon.name!r}: it needs {what}; {be.spec} has no "
             f"{lacks} support; backends with it: {others}"
         )
-    if Capability.LOG in needs and Capability.LOG not in caps:
+    if canon.num_vars == 0:
+        result = solve_without_columns(canon, be.spec)
+    elif Capability.LOG in needs and Capability.LOG not in caps:
         result = solve_log_by_tangent_cuts(canon, be, options)
     else:
         result = be.solve(canon, options)

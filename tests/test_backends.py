@@ -137,6 +137,20 @@ def test_infeasible_and_unbounded_are_statuses_not_errors(backend):
     assert solve(u, backend).status in (Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED)
 
 
+@pytest.mark.parametrize("backend", EXACT_BACKENDS)
+@pytest.mark.parametrize("lo, feasible", [(1.0, False), (0.0, True)])
+def test_a_model_without_columns_reads_its_rows(backend, lo, feasible):
+    """0 >= 1 with no columns is infeasible (HiGHS calls any model without columns optimal)."""
+    m = Model("empty")
+    x = m.add_variables("x", 0)
+    m.add_rows("need", {x: np.zeros((1, 0))}, lo=lo)
+    m.set_objective({x: np.zeros(0)}, sense="min")
+    res = solve(m, backend, check=False)
+    assert (res.status is Status.OPTIMAL) == feasible, res.status
+    if not feasible:
+        assert res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
+
+
 def test_missing_milp_capability_names_the_backends_that_have_it():
     m = Model("milp")
     k = m.add_variables("k", 2, ub=3, vtype="integer")

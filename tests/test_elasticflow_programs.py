@@ -14,6 +14,7 @@ from formulations.elasticflow import (
     decode_milp,
     distribute_leftover,
     greedy_plan,
+    insert_job,
     plan_violations,
     solve_admission,
 )
@@ -251,6 +252,53 @@ def test_leftover_respects_what_is_free(p, free):
     assert out.sum() <= free and (out >= 0).all()
     s = np.searchsorted(p.gpu_counts, out)
     assert all(o == 0 or (p.gpu_counts[i] == o and p.allowed[j, i]) for j, (o, i) in enumerate(zip(out, s)))
+
+
+def rows_of(p: AdmissionProblem, jobs: np.ndarray) -> AdmissionProblem:
+    """The same slots and capacity with only ``jobs``' rows."""
+    return AdmissionProblem(capacity=p.capacity, usable=p.usable[jobs], gpu_counts=p.gpu_counts,
+                            throughput=p.throughput[jobs], remaining=p.remaining[jobs], slot_seconds=p.slot_seconds)
+
+
+@given(problems(), st.data())
+def test_a_resumed_greedy_plans_what_a_fresh_one_plans(p, data):
+    """Resuming a run on a subset (one decision's earlier trial) changes nothing."""
+    everyone = np.arange(p.num_jobs)
+    first = np.array(sorted(data.draw(st.sets(st.sampled_from(everyone.tolist()), min_size=1))))
+    before = greedy_plan(rows_of(p, first), keys=first)
+    fresh = greedy_plan(p, keys=everyone)
+    resumed = greedy_plan(p, keys=everyone, resume=before.run)
+    assert resumed.feasible == fresh.feasible
+    assert (resumed.gpus == fresh.gpus).all() and (resumed.job_fits == fresh.job_fits).all()
+
+
+@given(problems(), st.data())
+def test_insertion_gives_a_valid_plan_or_none(p, data):
+    """A job inserted into another job set's feasible plan: the result passes every check
+    (capacity, sizes, all deadlines), so admission by insertion is a proof of feasibility."""
+    j = data.draw(st.integers(0, p.num_jobs - 1))
+    others = np.flatnonzero(np.arange(p.num_jobs) != j)
+    base = greedy_plan(rows_of(p, others)) if others.size else None
+    gpus = np.zeros((p.num_jobs, p.num_slots), dtype=np.int64)
+    if base is not None:
+        if not base.feasible:
+            return
+        gpus[others] = base.gpus
+    out = insert_job(p, gpus, j)
+    if out is not None:
+        assert not plan_violations(p, out)
+        assert (np.delete(out, j, axis=0) == np.delete(gpus, j, axis=0)).all()
+    elif p.remaining[j] > 0 and others.size == 0:
+        assert not greedy_plan(p).feasible  # alone on the whole capacity: the greedy's own verdict
+
+
+def test_insertion_uses_what_the_other_plan_leaves():
+    p = greedy_trap()
+    # A as the MILP plans it, [2, 1, 1]: B fits on the second GPU of slots 1 and 2
+    out = insert_job(p, np.array([[2, 1, 1, 0], [0, 0, 0, 0]]), 1)
+    assert out is not None and out[1].tolist() == [0, 1, 1, 0]
+    # A as the greedy plans it, [1, 2, 2]: B gets one GPU-slot of the two it needs
+    assert insert_job(p, np.array([[1, 2, 2, 0], [0, 0, 0, 0]]), 1) is None
 
 
 # ---------------------------------------------------------------------------- backends
