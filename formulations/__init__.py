@@ -1,8 +1,14 @@
 """Scheduling policies as mathematical programs: ``build(problem, variant) -> optim.Model``
-and ``decode(problem, model, result, policy) -> Allocation``, one module per family."""
+and ``decode(problem, model, result, policy) -> Allocation``, one module per family.
+
+Deadline programs have their own problem types: :mod:`.elasticflow` (admission over slots
+and GPU counts, ``AdmissionProblem``) and :mod:`.chronus` (leases, ``LeaseProblem``);
+:mod:`.shockwave` plans rounds."""
 
 from . import (
+    chronus,
     combinations,
+    elasticflow,
     finish_time_fairness,
     max_min_fairness,
     max_sum_throughput,
@@ -15,6 +21,6 @@ from .problem import Allocation, AllocationProblem, JobPairs, ProblemError
 
 __all__ = [
     "Allocation", "AllocationProblem", "JobPairs", "ProblemError", "allocation_violations", "certificate_gap",
-    "combinations", "finish_time_fairness", "max_min_fairness", "max_sum_throughput", "min_total_duration",
+    "chronus", "combinations", "elasticflow", "finish_time_fairness", "max_min_fairness", "max_sum_throughput", "min_total_duration",
     "rates", "water_filling",
 ]

@@ -58,7 +58,7 @@ class ElasticFlow(DeadlinePolicy):
     admission = True
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, *, fine_slots: int = 64,
-                 max_binaries: int = 50_000, time_limit: float = 5.0):
+                 max_binaries: int = 20_000, time_limit: float = 5.0):
         super().__init__(solver, options)
         self.fine_slots = fine_slots
         self.max_binaries = max_binaries
