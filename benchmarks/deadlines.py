@@ -15,12 +15,13 @@ accepted / declined / late / unfinished counts, decisions, the run's wall time (
 per run; ``--workers`` runs that many at once, each timed alone on its core), and for
 policies that solve programs their count, build and solve seconds and the largest program's
 binaries. ``chronus`` only runs on ``elastic_vs_pollux`` (as published). The file is rewritten
-after each finished run.
+after each finished run; rows of an existing file for runs not repeated are kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -104,20 +105,25 @@ def main(argv: list[str] | None = None) -> int:
     runs = [(case, policy) for case in CASES if case.group in args.cases
             and (not args.traces or case.trace in args.traces)
             for policy in args.policies if ONLY.get(policy, case.group) == case.group]
-    rank = {run: i for i, run in enumerate(runs)}
+    order = {(case.trace, policy): i for i, (case, policy) in enumerate(
+        (case, policy) for case in CASES for policy in POLICIES)}
     rows: dict[tuple, dict] = {}
+    if args.out.exists():
+        with args.out.open(newline="") as f:
+            rows = {(r["trace"], r["policy"]): r for r in csv.DictReader(f)}
+    ran = []
     tic = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         futures = {pool.submit(run_one, args.data, case, policy): (case, policy) for case, policy in runs}
         for future in as_completed(futures):
             case, policy = futures[future]
             row = future.result()
-            rows[(case, policy)] = row
+            rows[(case.trace, policy)] = row
+            ran.append(row)
             print(f"{case.trace} {policy}: ratio {row['ratio']} ({row['published'] or 'no published figure'}), "
                   f"{row['wall_s']} s", flush=True)
-            write_rows([rows[r] for r in sorted(rows, key=rank.get)], args.out)
-    done = list(rows.values())
-    print(f"{len(done)} runs, {sum(r['wall_s'] for r in done):.0f} s of run time, "
+            write_rows([rows[r] for r in sorted(rows, key=lambda r: order.get(r, len(order)))], args.out)
+    print(f"{len(ran)} runs, {sum(r['wall_s'] for r in ran):.0f} s of run time, "
           f"{time.perf_counter() - tic:.0f} s elapsed with {args.workers} worker(s)")
     return 0
 

@@ -506,10 +506,12 @@ def solve_admission(
 ) -> Plan:
     """Admit iff the MILP over all jobs (admitted ∪ arriving) is feasible.
 
+    0. A MILP over ``max_binaries`` binaries is not attempted: the greedy answers (the LP
+       would only shorten a MILP's work; with none to run it cannot change the answer).
     1. The LP relaxation first: LP infeasible ⇒ reject (``method="lp"``), no MILP.
     2. The published greedy (cheap); its plan, when it fits, is the MILP's start where
        the backend takes one.
-    3. The MILP, unless it would have more than ``max_binaries`` binaries. Its answer is
+    3. The MILP. Its answer is
        the plan: optimal, or a feasible incumbent at the time limit (``status`` says
        which), or infeasible. The greedy answers instead (``method="greedy"``, with the
        reason in ``fell_back``, never silently) when the MILP is too large, stops
@@ -523,31 +525,33 @@ def solve_admission(
     has not proven 0.1% after 60 s).
     """
     J, K = problem.num_jobs, problem.num_slots
+    nb = num_binaries(problem)
     build = solve_s = 0.0
+    lp_bound = None
+    greedy = greedy_plan(problem) if nb > max_binaries else None
+
+    def fallback(reason: str, status: Status | None = None, rows: int = 0) -> Plan:
+        return Plan(greedy.feasible, greedy.gpus, "greedy", fell_back=reason, status=status, build_seconds=build,
+                    solve_seconds=solve_s, num_binaries=nb, num_rows=rows,
+                    objective=greedy.objective, lp_bound=lp_bound, job_fits=greedy.job_fits)
+
+    if greedy is not None:
+        solve_s = greedy.solve_seconds
+        return fallback(f"the MILP would have {nb} binaries > max_binaries={max_binaries}; "
+                        f"used the published greedy (it {'fits' if greedy.feasible else 'does not fit'})")
     t = time.perf_counter()
-    lp_model = build_lp(problem)
-    lp_canon = lp_model.canonical()
+    lp_canon = build_lp(problem).canonical()
     build += time.perf_counter() - t
     t = time.perf_counter()
     lp = solve(lp_canon, solver, SolveOptions(time_limit=time_limit, method="simplex"), check=False)
     solve_s += time.perf_counter() - t
     lp_bound = lp.objective if lp.status is Status.OPTIMAL else None
-    nb = num_binaries(problem)
     if lp.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
         return Plan(False, np.zeros((J, K), dtype=np.int64), "lp", status=lp.status, build_seconds=build,
                     solve_seconds=solve_s, num_binaries=nb, num_rows=0)
     greedy = greedy_plan(problem)
     solve_s += greedy.solve_seconds
-
-    def fallback(reason: str, status: Status | None = None, rows: int = 0) -> Plan:
-        return Plan(greedy.feasible, greedy.gpus, "greedy", fell_back=reason, status=status, build_seconds=build,
-                    solve_seconds=solve_s, num_binaries=nb, num_rows=rows, objective=greedy.objective,
-                    lp_bound=lp_bound, job_fits=greedy.job_fits)
-
     verdict = "fits" if greedy.feasible else "does not fit"
-    if nb > max_binaries:
-        return fallback(f"the MILP would have {nb} binaries > max_binaries={max_binaries}; "
-                        f"used the published greedy (it {verdict})")
     t = time.perf_counter()
     canon = build_milp(problem).canonical()
     build += time.perf_counter() - t
