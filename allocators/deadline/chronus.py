@@ -173,7 +173,8 @@ class Chronus(DeadlinePolicy):
         self.defer_arrivals = defer_arrivals
         self._ready = False
         self._log: list[dict] = []
-        self._fallbacks: dict[str, int] = {}
+        #: "solver: status" -> (lease MIPs that fell back, the first one's reason)
+        self._fallbacks: dict[str, tuple[int, str]] = {}
         self._counters = dict(guaranteed=0, opportunistic=0, best_effort=0, exhausted=0, late=0, unplaced=0,
                               not_placed=0)
 
@@ -292,8 +293,9 @@ class Chronus(DeadlinePolicy):
                                    num_jobs=n, sigma=sigma, must_accept=np.ones(n, dtype=bool))
         plan = solve_leases(problem, self.solver, time_limit=self.time_limit, mip_gap=self.mip_gap)
         if plan.fell_back:
-            reason = plan.fell_back.split(";")[0]
-            self._fallbacks[reason] = self._fallbacks.get(reason, 0) + 1
+            key = f"{self.solver}: {plan.status}"
+            count, first = self._fallbacks.get(key, (0, plan.fell_back.split(";")[0]))
+            self._fallbacks[key] = (count + 1, first)
         if self.cut_horizon:
             leases = uncut_schedule(cut, plan.chosen, plan.schedule, need, last)
         else:
@@ -386,8 +388,8 @@ class Chronus(DeadlinePolicy):
 
     def notes(self) -> list[str]:
         c = self._counters
-        notes = [f"{count} lease MIP(s) fell back to the published greedy schedule: {reason}"
-                 for reason, count in self._fallbacks.items()]
+        notes = [f"{count} lease MIP(s) fell back to the published greedy schedule ({key}; the first: {first})"
+                 for key, (count, first) in self._fallbacks.items()]
         notes.append(f"admission: {c['guaranteed']} deadline job(s) guaranteed, {c['opportunistic']} run "
                      f"opportunistically (Chronus declines none), {c['best_effort']} best-effort")
         notes.append(f"guarantees lost: {c['late']} late or out of leases before the deadline, {c['exhausted']} used "
