@@ -212,6 +212,88 @@ def _window(text: str | None) -> tuple[int, int] | None:
     return int(lo), int(hi)
 
 
+@app.command()
+@user_errors
+def bench(
+    policy: list[str] = typer.Option(["max_min_fairness_perf"], help="Policy to time (repeat the option for more)."),
+    jobs: list[int] = typer.Option([64, 256, 1024, 4096], help="Job counts (repeat the option)."),
+    gpus_per_type: list[int] = typer.Option([], help="GPUs of each worker type [default: jobs / 4]."),
+    worker_types: str | None = typer.Option(None, help="Comma-separated worker types [default: all in the table]."),
+    backend: list[str] = typer.Option([], help="Backends (repeat) [default: every installed one but Gurobi]."),
+    repeat: int = typer.Option(1, help="Repetitions of each case."),
+    seed: list[int] = typer.Option([0], help="Seeds of the job sampler (repeat)."),
+    time_limit: float | None = typer.Option(None, help="Per-solve time limit, seconds."),
+    throughputs: Path | None = typer.Option(None, help="Gavel JSON throughput table [default: built-in]."),
+    out: Path = typer.Option(Path("bench"), help="Directory for bench.csv / .parquet / .png and machine.json."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Solve time against size: every policy x job count x backend, timed build / translate / solve."""
+    import pandas as pd
+
+    from benchmarks.sweep import Sweep, machine, publishable, run, summary, write_outputs
+    from optim import available_backends, parse_spec
+
+    table = read_gavel_json(throughputs) if throughputs else example_table()
+    types = tuple(t.strip() for t in worker_types.split(",")) if worker_types else tuple(table.worker_types)
+    unknown = [t for t in types if t not in table.worker_types]
+    if unknown:
+        raise ValueError(f"bench: worker type(s) {', '.join(unknown)} not in the throughput table "
+                         f"({', '.join(table.worker_types)})")
+    backends = tuple(parse_spec(b).spec for b in backend) or tuple(
+        b.spec for b in available_backends() if "gurobi" not in b.spec.lower())
+    sweep = Sweep(policies=tuple(policy), jobs=tuple(jobs), backends=backends, worker_types=types,
+                  gpus_per_type=tuple(gpus_per_type) or (None,), seeds=tuple(seed), repeat=repeat,
+                  time_limit=time_limit)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"bench: --out {str(out)!r} is a file; give a directory")
+    info = machine()
+    with _bench_bar(progress, sweep.num_solves) as step:
+        frame = pd.DataFrame(list(run(sweep, table, on_row=step)))
+    paths = write_outputs(frame, info, out)
+    shown = summary(frame)
+    result = Table(title=f"milliseconds, median of {repeat * len(seed)}; {info['cpu']}, {info['cores']} cores",
+                   box=box.SIMPLE)
+    for col in ("policy", "jobs", "GPUs/type", "backend", "status", "build", "translate", "solve"):
+        result.add_column(col, justify="left" if col in ("policy", "backend", "status") else "right",
+                          overflow="fold")
+    for r in shown.itertuples(index=False):
+        result.add_row(r.policy, f"{r.jobs:,}", f"{r.gpus_per_type:,}", r.backend, r.status,
+                       *(f"{1e3 * getattr(r, c):,.1f}" if pd.notna(getattr(r, c, None)) else "-"
+                         for c in ("build_s", "translate_s", "solve_s")))
+    console.print(result)
+    left_out = len(frame) - len(publishable(frame))
+    console.print(f"wrote {', '.join(str(p) for p in paths)}"
+                  + (f" ({left_out} Gurobi row(s) shown above, never written: pip license terms)" if left_out else ""))
+
+
+class _bench_bar:
+    """A rich progress bar over the sweep's solves (the last row's backend and status), or nothing."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.enabled, self.total = enabled, total
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda row: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                             TextColumn("{task.description}"), console=err, transient=True)
+        self._bar.__enter__()
+        task = self._bar.add_task("", total=self.total)
+
+        def step(row: dict) -> None:
+            self._bar.update(task, advance=1, description=f"{row['policy']} {row['jobs']:,} jobs {row['backend']}: "
+                                                          f"{row['status']}")
+
+        return step
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self._bar.__exit__(*exc)
+        return False
+
+
 @app.command("simulate")
 @user_errors
 def simulate_command(
