@@ -11,6 +11,7 @@ from . import min_total_duration as mtd
 from . import water_filling as wf
 from .base import Policy
 from .heuristics import HEURISTICS
+from .pop import POP_SUFFIX, Partitioned
 from .shockwave import Shockwave
 
 POLICIES: dict[str, type[Policy]] = {
@@ -35,11 +36,18 @@ def make_policy(name: str, solver: str = "highs", options: SolveOptions | None =
                 gavel_compat: bool = False, **params) -> Policy:
     """A fresh policy object (policies may keep state between calls); ``params`` go to the
     policy's constructor (e.g. ``seed`` for randomized heuristics). ``gavel_compat``
-    reaches the policies that reproduce a defect of their published version."""
+    reaches the policies that reproduce a defect of their published version. ``<name>@pop<k>``
+    wraps policy ``name`` in :class:`~allocators.pop.Partitioned` with k parts (seed 0)."""
+    base, pop, k = name.rpartition(POP_SUFFIX)
+    if pop:
+        if not k.isdigit() or int(k) < 1:
+            raise UnknownPolicyError(f"policy {name!r}: {POP_SUFFIX} must be followed by a number of parts >= 1")
+        return Partitioned(make_policy(base, solver, options, gavel_compat=gavel_compat, **params), int(k))
     try:
         cls = POLICIES[name]
     except KeyError:
-        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))} "
+                                 f"(append {POP_SUFFIX}<k> to partition one into k parts)") from None
     if gavel_compat and cls.supports_gavel_compat:
         params["gavel_compat"] = True
     return cls(solver, options, **params)
