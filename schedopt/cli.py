@@ -254,13 +254,12 @@ def bench(
     result = Table(title=f"milliseconds, median of {repeat * len(seed)}; {info['cpu']}, {info['cores']} cores",
                    box=box.SIMPLE)
     for col in ("policy", "jobs", "GPUs/type", "backend", "status", "build", "translate", "solve"):
-        result.add_column(col, justify="left" if col in ("policy", "backend", "status") else "right",
-                          overflow="fold")
+        result.add_column(col, justify="left" if col in ("policy", "backend", "status") else "right", no_wrap=True)
     for r in shown.itertuples(index=False):
         result.add_row(r.policy, f"{r.jobs:,}", f"{r.gpus_per_type:,}", r.backend, r.status,
                        *(f"{1e3 * getattr(r, c):,.1f}" if pd.notna(getattr(r, c, None)) else "-"
                          for c in ("build_s", "translate_s", "solve_s")))
-    console.print(result)
+    (console if console.is_terminal else Console(width=160)).print(result)
     left_out = len(frame) - len(publishable(frame))
     console.print(f"wrote {', '.join(str(p) for p in paths)}"
                   + (f" ({left_out} Gurobi row(s) shown above, never written: pip license terms)" if left_out else ""))
