@@ -203,8 +203,7 @@ class Partitioned(Policy):
             placed[rows] = True
         unplaced = np.flatnonzero(~placed)
         jobs = np.bincount(part, minlength=k)
-        notes.insert(0, f"POP: {k} parts of {jobs.min()}-{jobs.max()} jobs and {gpus.sum(axis=1).min():g}-"
-                        f"{gpus.sum(axis=1).max():g} GPUs, seed {self.seed}, parts solved in {seconds.sum():.3f} s")
+        notes.insert(0, f"POP: {k} parts (seed {self.seed}); sizes and solve times in the allocation's report")
         if unplaced.size:
             notes.insert(1, f"POP: {unplaced.size} jobs cannot run on their part's GPUs and get no allocation")
         merged = PartitionedAllocation(

@@ -32,6 +32,16 @@ class UnknownPolicyError(ValueError):
     pass
 
 
+def policy_class(name: str) -> type[Policy]:
+    """The class behind a policy name (for ``<name>@pop<k>``, the partitioned policy's)."""
+    base = name.rpartition(POP_SUFFIX)[0] or name
+    try:
+        return POLICIES[base]
+    except KeyError:
+        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))} "
+                                 f"(append {POP_SUFFIX}<k> to partition one into k parts)") from None
+
+
 def make_policy(name: str, solver: str = "highs", options: SolveOptions | None = None, *,
                 gavel_compat: bool = False, **params) -> Policy:
     """A fresh policy object (policies may keep state between calls); ``params`` go to the
@@ -43,11 +53,7 @@ def make_policy(name: str, solver: str = "highs", options: SolveOptions | None =
         if not k.isdigit() or int(k) < 1:
             raise UnknownPolicyError(f"policy {name!r}: {POP_SUFFIX} must be followed by a number of parts >= 1")
         return Partitioned(make_policy(base, solver, options, gavel_compat=gavel_compat, **params), int(k))
-    try:
-        cls = POLICIES[name]
-    except KeyError:
-        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))} "
-                                 f"(append {POP_SUFFIX}<k> to partition one into k parts)") from None
+    cls = policy_class(name)
     if gavel_compat and cls.supports_gavel_compat:
         params["gavel_compat"] = True
     return cls(solver, options, **params)

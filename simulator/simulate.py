@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 
 from allocators import ProgramClass, make_policy
-from allocators.registry import POLICIES, UnknownPolicyError
+from allocators.registry import policy_class
 from optim import SolveOptions
 
 from .cluster import Cluster, parse_cluster, parse_prices
@@ -28,10 +28,7 @@ def default_solver(policy: str) -> str:
     An interior-point solution is the analytic centre of the optimal face; the published
     Gavel simulator used one (ECOS), and where optima are not unique (often, for max-min
     programs) a vertex solver picks another optimal allocation, which changes the schedule."""
-    try:
-        program = POLICIES[policy].program
-    except KeyError:
-        raise UnknownPolicyError(f"unknown policy {policy!r}; known: {', '.join(sorted(POLICIES))}") from None
+    program = policy_class(policy).program
     return "highs" if program in (ProgramClass.MILP, ProgramClass.HEURISTIC) else "clarabel"
 
 
@@ -79,7 +76,7 @@ def _seeded(policy: str, seed: int) -> dict:
     """Randomized heuristics take the simulation's seed."""
     import inspect
 
-    return {"seed": seed} if "seed" in inspect.signature(POLICIES[policy].__init__).parameters else {}
+    return {"seed": seed} if "seed" in inspect.signature(policy_class(policy).__init__).parameters else {}
 
 
 def example_workload() -> tuple[Trace, Cluster, ThroughputTable]:

@@ -126,3 +126,13 @@ def test_rejects_what_it_cannot_partition():
         Partitioned(make_policy("finish_time_fairness_perf"), 2, compare_exact=True)
     with pytest.raises(ValueError):
         Partitioned(make_policy("max_min_fairness_perf"), 0)
+
+
+def test_simulate_runs_a_partitioned_policy_by_name():
+    from simulator.simulate import default_solver, simulate
+
+    assert default_solver("max_min_fairness_perf@pop2") == default_solver("max_min_fairness_perf")
+    result = simulate(policy="max_min_fairness_perf@pop2", solver="highs", cluster="v100=4,p100=4,k80=4",
+                      generate={"num_jobs": 20, "lam": 600.0, "seed": 0})
+    assert result.summary["jobs_completed"] == 20
+    assert any(note.startswith("POP: 2 parts") for note in result.summary["notes"])
