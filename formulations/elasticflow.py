@@ -503,14 +503,15 @@ def solve_admission(
     time_limit: float | None = 10.0,
     max_binaries: int = 50_000,
     mip_gap: float | None = 0.02,
+    greedy: Plan | None = None,
 ) -> Plan:
     """Admit iff the MILP over all jobs (admitted ∪ arriving) is feasible.
 
     0. A MILP over ``max_binaries`` binaries is not attempted: the greedy answers (the LP
        would only shorten a MILP's work; with none to run it cannot change the answer).
     1. The LP relaxation first: LP infeasible ⇒ reject (``method="lp"``), no MILP.
-    2. The published greedy (cheap); its plan, when it fits, is the MILP's start where
-       the backend takes one.
+    2. The published greedy (cheap, run first); its plan, when it fits, is the MILP's
+       start where the backend takes one.
     3. The MILP. Its answer is
        the plan: optimal, or a feasible incumbent at the time limit (``status`` says
        which), or infeasible. The greedy answers instead (``method="greedy"``, with the
@@ -518,6 +519,7 @@ def solve_admission(
        without a point or a proof (time limit, error), or, defensively, reports
        infeasible while the greedy's verified plan fits.
 
+    ``greedy``: the caller's :func:`greedy_plan` of this problem, if it has one (not re-run).
     ``time_limit`` applies to the LP and to the MILP solve each. ``mip_gap`` only bounds how
     far the plan's GPU-seconds may be from the least possible: admission (feasibility)
     does not depend on it, and the last fraction of a percent can take far longer than a
@@ -526,17 +528,17 @@ def solve_admission(
     """
     J, K = problem.num_jobs, problem.num_slots
     nb = num_binaries(problem)
-    build = solve_s = 0.0
     lp_bound = None
-    greedy = greedy_plan(problem) if nb > max_binaries else None
+    if greedy is None:
+        greedy = greedy_plan(problem)
+    build, solve_s = 0.0, greedy.solve_seconds
 
     def fallback(reason: str, status: Status | None = None, rows: int = 0) -> Plan:
         return Plan(greedy.feasible, greedy.gpus, "greedy", fell_back=reason, status=status, build_seconds=build,
                     solve_seconds=solve_s, num_binaries=nb, num_rows=rows,
                     objective=greedy.objective, lp_bound=lp_bound, job_fits=greedy.job_fits)
 
-    if greedy is not None:
-        solve_s = greedy.solve_seconds
+    if nb > max_binaries:
         return fallback(f"the MILP would have {nb} binaries > max_binaries={max_binaries}; "
                         f"used the published greedy (it {'fits' if greedy.feasible else 'does not fit'})")
     t = time.perf_counter()
@@ -549,8 +551,6 @@ def solve_admission(
     if lp.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
         return Plan(False, np.zeros((J, K), dtype=np.int64), "lp", status=lp.status, build_seconds=build,
                     solve_seconds=solve_s, num_binaries=nb, num_rows=0)
-    greedy = greedy_plan(problem)
-    solve_s += greedy.solve_seconds
     verdict = "fits" if greedy.feasible else "does not fit"
     t = time.perf_counter()
     canon = build_milp(problem).canonical()

@@ -144,7 +144,8 @@ class ElasticFlow(DeadlinePolicy):
             self._keep(view, jobs, problem, kept.gpus)
             return kept
         tick = time.perf_counter()
-        exact = solve_admission(problem, self.solver, time_limit=self.time_limit, max_binaries=self.max_binaries)
+        exact = solve_admission(problem, self.solver, time_limit=self.time_limit, max_binaries=self.max_binaries,
+                                greedy=plan)
         if exact.fell_back:
             reason = f"the MILP stopped ({exact.status}) without a plan or a proof"
             if exact.num_binaries > self.max_binaries:
