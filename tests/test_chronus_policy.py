@@ -202,6 +202,18 @@ def test_the_cut_has_the_full_optimum_and_maps_back_to_a_valid_plan(case):
     assert plan.objective + 10.0 * cut.tail_only.sum() == pytest.approx(exact.objective, abs=1e-6)
 
 
+def test_a_mip_start_that_presolve_improves_still_yields_the_optimum():
+    # HiGHS 1.16 found this start (objective 50) worth 51 in its presolved space and then
+    # returned the start itself as optimal; the adapter re-solves without it
+    gpus, need, last = np.array([2, 1, 2, 4, 1]), np.array([1, 2, 1, 1, 1]), np.array([5, 4, 5, 5, 2])
+    problem = LeaseProblem(capacity=np.full(5, 8.0), row_job=np.arange(5), gpus=gpus, leases_needed=need,
+                           last_lease=last, value=np.full(5, 10.0), num_jobs=5, sigma=1.0,
+                           must_accept=np.ones(5, dtype=bool))
+    plan = solve_leases(problem, "highs", time_limit=None)
+    assert plan.fell_back is None
+    assert problem.objective_of(plan.chosen, plan.schedule) == pytest.approx(51.0)
+
+
 def test_the_cut_keeps_binding_leases_and_drops_the_free_tail():
     # capacity 4; two 4-GPU jobs compete for leases 0..2, a 1-GPU job runs alone to lease 9
     gpus, need, last = np.array([4, 4, 1]), np.array([1, 2, 6]), np.array([3, 3, 10])

@@ -8,7 +8,7 @@ from ..capabilities import Capability
 from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
-from .base import Backend, stopwatch
+from .base import Backend, LiveModel, stopwatch
 
 
 class HighsBackend(Backend):
@@ -16,7 +16,8 @@ class HighsBackend(Backend):
     package = "highspy"
 
     def capabilities(self) -> frozenset[Capability]:
-        return frozenset({Capability.LP, Capability.MILP, Capability.DUALS, Capability.WARM_START})
+        return frozenset({Capability.LP, Capability.MILP, Capability.DUALS, Capability.WARM_START,
+                          Capability.INCREMENTAL})
 
     def version(self) -> str:
         import highspy
@@ -24,12 +25,24 @@ class HighsBackend(Backend):
         return highspy.Highs().version()
 
     def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
+        timings = Timings()
+        start = options.start if model.is_mip else None
+        result, reported = self._run(model, options, start, timings)
+        if start is not None and result.has_solution and not _same_objective(result.objective, reported):
+            returned = result.objective
+            result, _ = self._run(model, options, None, timings)
+            result.notes.append(f"HiGHS returned a point of objective {returned:.10g} while reporting {reported:.10g} "
+                                "(it kept the MIP start it had presolved); re-solved without the start")
+        return result
+
+    def _run(self, model: CanonicalModel, options: SolveOptions, start: np.ndarray | None,
+             timings: Timings) -> tuple[Result, float]:
+        """One HiGHS run: the result and the objective HiGHS reports for it."""
         import highspy
 
-        timings = Timings()
         with stopwatch(timings, "translate"):
             h = highspy.Highs()
-            _apply_options(h, options, model)
+            apply_options(h, options, model)
             A = model.A
             sense = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
             status = h.passModel(
@@ -49,15 +62,20 @@ class HighsBackend(Backend):
                 A.data,
                 model.integrality.astype(np.int32),
             )
-            if options.start is not None and model.is_mip:
-                start = highspy.HighsSolution()
-                start.col_value = np.asarray(options.start, dtype=float).tolist()
-                h.setSolution(start)
+            if start is not None:
+                point = highspy.HighsSolution()
+                point.col_value = np.asarray(start, dtype=float).tolist()
+                h.setSolution(point)
         if status == highspy.HighsStatus.kError:
-            return Result(Status.ERROR, self.spec, message="HiGHS rejected the model", timings=timings)
+            return Result(Status.ERROR, self.spec, message="HiGHS rejected the model", timings=timings), np.nan
         with stopwatch(timings, "solve"):
             h.run()
-        return _read_result(h, model, timings, self.spec)
+        return read_result(h, model, timings, self.spec), float(h.getInfo().objective_function_value)
+
+    def live(self, options: SolveOptions) -> LiveModel:
+        from .highs_live import HighsLive
+
+        return HighsLive(options, self.spec)
 
 
 #: pure LPs with more columns than this default to interior point (+ crossover): on the
@@ -75,9 +93,16 @@ def highs_lp_method(options: SolveOptions, model: CanonicalModel) -> str | None:
     return options.method
 
 
-def _apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
+def _same_objective(returned: float, reported: float) -> bool:
+    return abs(returned - reported) <= 1e-6 * max(1.0, abs(reported))
+
+
+def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
+    """``options`` on ``h``. HiGHS runs on one process-wide thread pool sized at its first
+    run; a thread count is honoured by resetting that pool (HiGHS refuses the run otherwise)."""
     h.setOptionValue("output_flag", bool(options.verbose))
     if options.threads is not None:
+        h.resetGlobalScheduler(True)
         h.setOptionValue("threads", int(options.threads))
     if options.time_limit is not None:
         h.setOptionValue("time_limit", float(options.time_limit))
@@ -95,7 +120,11 @@ def _apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
         h.setOptionValue(key, value)
 
 
-def _read_result(h, model: CanonicalModel, timings: Timings, spec: str) -> Result:
+def read_result(h, model: CanonicalModel, timings: Timings, spec: str,
+                cols: np.ndarray | None = None, rows: np.ndarray | None = None) -> Result:
+    """The result of ``h``'s last run; ``cols`` / ``rows``: the model's index of each of
+    ``h``'s columns / rows (-1: not the model's) when ``h`` holds others or another order
+    (a live model)."""
     import highspy
 
     ms = highspy.HighsModelStatus
@@ -121,7 +150,7 @@ def _read_result(h, model: CanonicalModel, timings: Timings, spec: str) -> Resul
             result.status = Status.ERROR
         return result
     sol = h.getSolution()
-    x = np.asarray(sol.col_value, dtype=float)
+    x = _reordered(sol.col_value, cols)
     if model.num_vars == 0:
         x = np.zeros(0)
     result.x = x
@@ -132,8 +161,20 @@ def _read_result(h, model: CanonicalModel, timings: Timings, spec: str) -> Resul
     else:
         result.iterations = int(info.simplex_iteration_count + info.ipm_iteration_count)
         if sol.dual_valid:
-            result.row_duals = np.asarray(sol.row_dual, dtype=float)
-            result.reduced_costs = np.asarray(sol.col_dual, dtype=float)
+            result.row_duals = _reordered(sol.row_dual, rows)
+            result.reduced_costs = _reordered(sol.col_dual, cols)
         if status is Status.OPTIMAL:
             result.bound = result.objective
     return result
+
+
+def _reordered(values, order: np.ndarray | None) -> np.ndarray:
+    """``values`` (in the solver's order) in the model's order: ``out[order[k]] = values[k]``
+    (entries with ``order[k] < 0``, rows or columns the model does not have, are left out)."""
+    values = np.asarray(values, dtype=float)
+    if order is None:
+        return values
+    held = order >= 0
+    out = np.empty(int(held.sum()))
+    out[order[held]] = values[held]
+    return out
