@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from enum import Enum
 from types import ModuleType
 
 import numpy as np
 
 from formulations import Allocation, AllocationProblem
+from formulations.pair_generation import solve_packed, widen
 from optim import (
     Capability,
     Model,
     Result,
+    Session,
     SolveOptions,
     backends_with,
     get_backend,
@@ -55,10 +58,14 @@ class Policy(ABC):
     uses_pairs: bool = False
     #: the constructor takes ``gavel_compat`` (reproduce a defect of the published policy)
     supports_gavel_compat: bool = False
+    #: re-solve each LP warm from this policy's last one of the same name (:class:`optim.Session`)
+    #: on backends with ``Capability.INCREMENTAL``; the same optimum as a cold solve
+    warm_resolve: bool = False
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
         self.solver = solver
         self.options = options or SolveOptions()
+        self._sessions: dict[str, Session] = {}
         if self.program.needs:
             self._check_backend()
 
@@ -78,10 +85,33 @@ class Policy(ABC):
         prices its pair columns in by column generation, starting from the single jobs."""
         x = model.blocks.get("x")
         if problem is None or x is None or x.shape[0] <= problem.num_jobs or model.canonical().is_mip:
-            return solve(model, self.solver, self.options)
+            return self._solve_whole(model)
         singles = np.zeros(x.shape, dtype=bool)
         singles[: problem.num_jobs] = True
         return solve_by_column_generation(model, self.solver, self.options, block="x", initial=singles)
+
+    def _solve_program(self, problem: AllocationProblem, build: Callable[[AllocationProblem], Model]
+                       ) -> tuple[AllocationProblem, Model, Result, np.ndarray | None]:
+        """``build(problem)`` solved, as ``(problem', model, result, generated)``: for a
+        space-sharing policy the LP's pair columns are generated (:mod:`formulations.pair_generation`)
+        and ``problem'`` has only the ``generated`` pairs (decode over it, then
+        ``pair_generation.widen``); otherwise ``problem`` itself and ``generated`` None."""
+        if not self.uses_pairs or problem.pairs is None:
+            model = build(problem)
+            return problem, model, self._solve(model, problem), None
+        restricted, model, result, info = solve_packed(problem, build, self.solver, self.options)
+        return restricted, model, result, info.generated
+
+    def _solve_whole(self, model: Model) -> Result:
+        """``model`` solved cold, or warm (``warm_resolve``, an LP, a backend that can)."""
+        canon = model.canonical()
+        if not (self.warm_resolve and canon.required_capabilities() == {Capability.LP}
+                and Capability.INCREMENTAL in get_backend(self.solver).capabilities()):
+            return solve(canon, self.solver, self.options)
+        session = self._sessions.get(canon.name)
+        if session is None:
+            session = self._sessions[canon.name] = Session(self.solver, self.options)
+        return session.solve(canon)
 
     @property
     def heterogeneity_aware(self) -> bool:
@@ -99,7 +129,9 @@ class FormulationPolicy(Policy):
 
     formulation: ModuleType
     variant: str
+    warm_resolve = True
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
-        model = self.formulation.build(problem, self.variant)
-        return self.formulation.decode(problem, model, self._solve(model, problem), self.name)
+        solved, model, result, generated = self._solve_program(
+            problem, lambda p: self.formulation.build(p, self.variant))
+        return widen(self.formulation.decode(solved, model, result, self.name), problem, generated)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from formulations import Allocation, AllocationProblem, max_sum_throughput
+from formulations.pair_generation import widen
 from optim import Status
 
 from .base import Policy, ProgramClass
@@ -14,6 +15,7 @@ class MaxSumThroughput(Policy):
 
     program = ProgramClass.LP
     variant: str
+    warm_resolve = True
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
         notes = []
@@ -22,13 +24,13 @@ class MaxSumThroughput(Policy):
         with_slos = max_sum_throughput.uses_slos(self.variant)
         if with_slos and max_sum_throughput.slo_rates(problem)[0].size == 0:
             notes.append("no job has an SLO")
-        model = max_sum_throughput.build(problem, self.variant)
-        result = self._solve(model, problem)
+        solved, model, result, generated = self._solve_program(
+            problem, lambda p: max_sum_throughput.build(p, self.variant))
         if with_slos and result.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
             notes.append("the SLOs cannot all be met: re-solved without the SLO rows")
-            model = max_sum_throughput.build(problem, self.variant, with_slos=False)
-            result = self._solve(model, problem)
-        allocation = max_sum_throughput.decode(problem, model, result, self.name)
+            solved, model, result, generated = self._solve_program(
+                problem, lambda p: max_sum_throughput.build(p, self.variant, with_slos=False))
+        allocation = widen(max_sum_throughput.decode(solved, model, result, self.name), problem, generated)
         allocation.notes[:0] = notes
         return allocation
 

@@ -9,7 +9,8 @@ from formulations import (
     combinations,
     min_total_duration,
 )
-from optim import SolveOptions, Status, solve
+from formulations.pair_generation import widen
+from optim import SolveOptions, Status
 
 from .base import Policy, ProgramClass
 
@@ -37,8 +38,10 @@ class MinTotalDuration(Policy):
     def allocate(self, problem: AllocationProblem) -> Allocation:
         if self.gavel_compat:
             return self._bisect(problem)
-        model = min_total_duration.build(problem, self.variant)
-        return min_total_duration.decode(problem, model, self._solve(model, problem), self.name, self.variant)
+        S = min_total_duration.time_scale(problem, self.variant)
+        solved, model, result, generated = self._solve_program(
+            problem, lambda p: min_total_duration.build(p, self.variant, S))
+        return widen(min_total_duration.decode(solved, model, result, self.name, self.variant, S), problem, generated)
 
     def _bisect(self, problem: AllocationProblem) -> Allocation:
         lo, hi = FIRST_RANGE
@@ -49,7 +52,7 @@ class MinTotalDuration(Policy):
             while RATIO * lo < hi:
                 deadline = (lo + hi) / 2.0
                 model = min_total_duration.build_deadline(problem, self.variant, deadline)
-                result = solve(model, self.solver, self.options)
+                result = self._solve(model)
                 if result.status is Status.OPTIMAL:
                     best, hi = (model, result, deadline), deadline
                 else:

@@ -171,6 +171,7 @@ class Partitioned(Policy):
         if compare_exact and not isinstance(policy, FormulationPolicy):
             raise TypeError(f"compare_exact needs a policy that is one program; {policy.name!r} is not")
         self.policy, self.k, self.seed, self.workers, self.compare_exact = policy, int(k), seed, workers, compare_exact
+        policy.warm_resolve = False  # consecutive calls solve different parts: nothing to re-solve warm
         self.name = f"{policy.name}{POP_SUFFIX}{self.k}"
         self.program, self.uses_pairs = policy.program, policy.uses_pairs
         self.solver, self.options = policy.solver, policy.options

@@ -47,15 +47,19 @@ class Combinations:
         """The variables ``x`` (C, n) with the base rows. A runnable cell has no upper bound
         of its own: ``x <= 1`` is implied by the time budget, and leaving it out (as Gavel's
         programs do) keeps the model smaller and moves the interior point an interior-point
-        solver returns to the one the published simulator's ECOS returned."""
+        solver returns to the one the published simulator's ECOS returned. Keys (for warm
+        re-solves, :mod:`optim.delta`): job ids for the time budgets and for x's rows when
+        they are the single jobs alone, worker types for the capacities."""
         C, n = self.num_combinations, self.problem.num_types
-        x = model.add_variables(name, (C, n), lb=0.0, ub=np.where(self.runnable, np.inf, 0.0))
+        job_ids = self.problem.job_ids
+        x = model.add_variables(name, (C, n), lb=0.0, ub=np.where(self.runnable, np.inf, 0.0),
+                                keys=job_ids if C == job_ids.shape[0] else None)
         capacity = CsrArrays(np.tile(self.scale.astype(float), n), _cells(n, np.arange(C)).reshape(C, n).T.ravel(),
                              np.arange(0, n * C + 1, C), (n, C * n))
-        model.add_rows("capacity", {x: capacity}, hi=self.problem.capacities)
+        model.add_rows("capacity", {x: capacity}, hi=self.problem.capacities, keys=np.array(self.problem.worker_types))
         inc = self.incidence
         per_type = CsrArrays(np.repeat(inc.data, n), _cells(n, inc.indices), inc.indptr * n, (inc.shape[0], C * n))
-        model.add_rows("time_budget", {x: per_type}, hi=1.0)
+        model.add_rows("time_budget", {x: per_type}, hi=1.0, keys=job_ids)
         return x
 
     def throughput_map(self, row_scale: np.ndarray | None = None) -> sp.csr_matrix:

@@ -59,7 +59,7 @@ def build(problem: AllocationProblem, variant: str = "perf", *, with_slos: bool 
     if uses_slos(variant) and with_slos:
         jobs, needed = slo_rates(problem)
         if jobs.size:
-            model.add_rows("slo", {x: combos.throughput_map()[jobs]}, lo=needed)
+            model.add_rows("slo", {x: combos.throughput_map()[jobs]}, lo=needed, keys=problem.job_ids[jobs])
     return model
 
 

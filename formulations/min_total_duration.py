@@ -43,15 +43,17 @@ def space(problem: AllocationProblem, variant: Variant) -> Combinations:
     raise ValueError(f"unknown min_total_duration variant {variant!r}; use one of {VARIANTS}")
 
 
-def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
-    """The makespan LP (see module docstring)."""
+def build(problem: AllocationProblem, variant: Variant = "perf", scale: float | None = None) -> Model:
+    """The makespan LP (see module docstring); ``scale``: S (default ``time_scale(problem,
+    variant)``; give the full problem's S when building over a subset of its pairs)."""
     R = problem.require("remaining_steps", f"min_total_duration[{variant}]")
     combos = space(problem, variant)
     model = Model(f"min_total_duration[{variant}]")
     x = combos.add_allocation(model)
     u = model.add_variables("u", 1, lb=0.0)
-    S = time_scale(problem, variant)
-    model.add_rows("finish", {x: combos.throughput_map(S / R), u: -np.ones((problem.num_jobs, 1))}, lo=0.0)
+    S = time_scale(problem, variant) if scale is None else scale
+    model.add_rows("finish", {x: combos.throughput_map(S / R), u: -np.ones((problem.num_jobs, 1))}, lo=0.0,
+                   keys=problem.job_ids)
     model.set_objective({u: 1.0}, sense="max")
     return model
 
@@ -79,8 +81,9 @@ def time_scale(problem: AllocationProblem, variant: Variant) -> float:
     return float((problem.require("remaining_steps", f"min_total_duration[{variant}]") / best).max())
 
 
-def decode(problem: AllocationProblem, model: Model, result: Result, policy: str, variant: Variant) -> Allocation:
-    """The allocation; its objective is the makespan S/u (seconds)."""
+def decode(problem: AllocationProblem, model: Model, result: Result, policy: str, variant: Variant,
+           scale: float | None = None) -> Allocation:
+    """The allocation; its objective is the makespan S/u (seconds), S as in :func:`build`."""
     u = float(result.value("u")[0])
-    S = time_scale(problem, variant)
+    S = time_scale(problem, variant) if scale is None else scale
     return combinations.decode(problem, model, result, policy, objective=S / u if u > 0 else np.inf)

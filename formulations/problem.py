@@ -186,7 +186,8 @@ class AllocationProblem:
         if same.size:
             raise ProblemError(f"pairs: {self.describe_job(pairs.first[same[0]])} is paired with itself")
         lo, hi = np.minimum(pairs.first, pairs.second), np.maximum(pairs.first, pairs.second)
-        if np.unique(lo * m + hi).size != P:
+        codes = np.sort(lo * m + hi)
+        if np.any(codes[1:] == codes[:-1]):
             raise ProblemError("pairs: a pair of jobs is listed twice")
         unequal = np.flatnonzero(self.scale_factors[pairs.first] != self.scale_factors[pairs.second])
         if unequal.size:

@@ -24,13 +24,14 @@ from .errors import (
 from .model import CanonicalModel, HyperbolicCones, LogTerms, Model, VarBlock, VarType
 from .options import SolveOptions
 from .result import Result, Status, Timings
+from .session import Session
 from .solve import backends_with, solve
 from .sparse import CsrArrays
 
 __all__ = [
     "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate", "CsrArrays",
     "HyperbolicCones", "LicenseLimitError", "LogTerms", "Model", "ModelError", "OptimError", "Result",
-    "SolveOptions", "SolverFailedError", "Status", "Timings", "UnknownBackendError", "VarBlock",
+    "Session", "SolveOptions", "SolverFailedError", "Status", "Timings", "UnknownBackendError", "VarBlock",
     "VarType", "all_backends", "available_backends", "backends_with", "get_backend",
     "lp_certificate", "lp_dual_bound", "parse_spec", "solve",
 ]

@@ -11,7 +11,8 @@ class Capability(str, Enum):
     LOG = "log"  # concave log terms (exponential cone or native nonlinear)
     SOC = "soc"  # rotated second-order cones k <= u v, u, v >= 0 (hyperbolic constraints)
     DUALS = "duals"  # row duals of an LP
-    WARM_START = "warm_start"
+    WARM_START = "warm_start"  # starts a MIP from a given point (SolveOptions.start)
+    INCREMENTAL = "incremental"  # keeps an LP live, updates it by a delta and re-solves from its basis
 
     def __str__(self) -> str:
         return self.value

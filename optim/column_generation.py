@@ -1,21 +1,24 @@
 """Column generation for LPs with many candidate columns, few of them useful.
 
-The restricted master is the LP over all columns outside ``block`` plus an active subset
-of ``block``'s columns (the rest held at their lower bound 0). With row duals ``y``
-(sensitivity convention ``c = A.T y + r``) a held column j improves a max problem iff
-``r_j = c_j - A_j.T y > 0`` (``< 0`` for min). Pricing is one sparse product over all
-candidates; the most improving ones join the master until none improves by more than
-``tol``. Then the master's solution, padded with zeros, is optimal for the full LP, and
-its duals certify it there (``lp_certificate`` on the full model).
+The restricted master is the LP over the columns known so far, every candidate held at
+its lower bound 0. With row duals ``y`` (sensitivity convention ``c = A.T y + r``) a held
+column j improves a max problem iff ``r_j = c_j - A_j.T y > 0`` (``< 0`` for min). A
+*pricer* maps ``y`` to improving columns; they join the master (a live model on HiGHS,
+see :mod:`optim.backends.column_masters`) until the pricer finds none improving by more
+than ``PRICING_TOL``. Then the master's solution, padded with zeros, is optimal for the
+LP over all candidates, and ``y`` certifies it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
 from .backends import Backend, get_backend
+from .backends.column_masters import ColumnMaster, HighsColumnMaster, NewColumns
+from .backends.highs import HighsBackend
 from .capabilities import Capability
 from .errors import ModelError
 from .model import CanonicalModel, Model
@@ -26,12 +29,50 @@ from .solve import solve
 #: a held column must improve the objective by more than this per unit to be priced in
 PRICING_TOL = 1e-7
 
+#: ``pricer(row_duals) -> improving columns``, None when there is none
+Pricer = Callable[[np.ndarray], NewColumns | None]
 
-def _restrict(model: CanonicalModel, keep: np.ndarray) -> CanonicalModel:
-    return dataclasses.replace(
-        model, c=model.c[keep], A=model.A[:, keep], col_lo=model.col_lo[keep], col_hi=model.col_hi[keep],
-        integrality=model.integrality[keep], blocks={},
-    )
+
+@dataclasses.dataclass
+class Generation:
+    """The last master's result (its ``x`` over the master's columns, then every added
+    column in the order added; ``timings`` summed over all masters), the number of master
+    LPs, and ``stopped``: why the loop ended early (None when it converged)."""
+
+    result: Result
+    rounds: int
+    added: int
+    stopped: str | None = None
+
+
+def generate_columns(master: CanonicalModel, pricer: Pricer, backend: Backend, options: SolveOptions,
+                     max_rounds: int = 200) -> Generation:
+    """Solve the master, price, add, repeat until ``pricer`` finds nothing (see module doc).
+
+    Needs a backend with LP duals; a master that is not optimal ends the loop with the
+    reason in ``stopped`` (the caller decides what to fall back to).
+    """
+    if master.is_mip or master.log_terms is not None or master.hyperbolic is not None:
+        raise ModelError(f"{master.name}: column generation needs a pure LP")
+    if Capability.DUALS not in backend.capabilities():
+        raise ModelError(f"{master.name}: column generation needs row duals; {backend.spec} returns none")
+    lp = (HighsColumnMaster if isinstance(backend, HighsBackend) else ColumnMaster)(master, backend, options)
+    total = Timings(build=master.build_seconds)
+    added = 0
+    for rounds in range(1, max_rounds + 1):
+        result = lp.solve()
+        result.first_order = backend.first_order
+        total.translate += result.timings.translate
+        total.solve += result.timings.solve
+        result.timings = total
+        if result.status is not Status.OPTIMAL or result.row_duals is None:
+            return Generation(result, rounds, added, f"master {rounds} is {result.status}")
+        columns = pricer(result.row_duals)
+        if columns is None:
+            return Generation(result, rounds, added)
+        lp.add(columns)
+        added += len(columns)
+    return Generation(result, max_rounds, added, f"no convergence in {max_rounds} rounds")
 
 
 def solve_by_column_generation(
@@ -47,15 +88,14 @@ def solve_by_column_generation(
     """Solve the LP ``model`` pricing the columns of ``block`` in on demand.
 
     ``initial``: boolean mask over ``block`` (flattened) of the columns active from the
-    start; the master over them must be feasible. ``batch``: columns added per round
-    (default: twice the number of rows, at least 500). Falls back to one full solve (said
-    in the notes) when the backend returns no duals or a master is not optimal.
+    start; the master over them must be feasible. ``batch``: columns added per round, the
+    most improving first (default: twice the number of rows, at least 500). Falls back to
+    one full solve (said in the notes) when the backend returns no duals or a master is not
+    optimal.
     """
     canon = model.canonical() if isinstance(model, Model) else model
     options = options or SolveOptions()
     be = get_backend(backend) if isinstance(backend, str) else backend
-    if canon.is_mip or canon.log_terms is not None or canon.hyperbolic is not None:
-        raise ModelError(f"{canon.name}: column generation needs a pure LP")
     cols = canon.blocks[block].columns
     initial = np.asarray(initial, dtype=bool).reshape(-1)
     if initial.shape != (cols.stop - cols.start,):
@@ -71,34 +111,40 @@ def solve_by_column_generation(
     held[cols] = ~initial & (canon.col_hi[cols] > 0)
     fixed_at_zero = np.zeros(canon.num_vars, dtype=bool)
     fixed_at_zero[cols] = canon.col_hi[cols] <= 0
+    order = [np.flatnonzero(~held & ~fixed_at_zero)]
     sign = 1.0 if canon.sense == "max" else -1.0
     batch = batch or max(500, 2 * canon.num_rows)
-    total = Timings(build=canon.build_seconds)
-    for rounds in range(1, max_rounds + 1):
-        keep = np.flatnonzero(~held & ~fixed_at_zero)
-        master = solve(_restrict(canon, keep), be, options)
-        total.translate += master.timings.translate
-        total.solve += master.timings.solve
-        if master.status is not Status.OPTIMAL or master.row_duals is None:
-            result = solve(canon, be, options)
-            result.notes.append(f"column generation stopped in round {rounds} (master {master.status}); "
-                                "solved the full LP")
-            return result
-        reduced = sign * (canon.c - canon.A.T @ master.row_duals)
+
+    def price(y: np.ndarray) -> NewColumns | None:
+        reduced = sign * (canon.c - canon.A.T @ y)
         candidates = np.flatnonzero(held & (reduced > PRICING_TOL))
         if candidates.size == 0:
-            break
+            return None
         if candidates.size > batch:
             candidates = candidates[np.argpartition(-reduced[candidates], batch)[:batch]]
         held[candidates] = False
-    else:
-        raise ModelError(f"{canon.name}: column generation did not converge in {max_rounds} rounds")
+        order.append(candidates)
+        return NewColumns(canon.A[:, candidates], canon.c[candidates], canon.col_hi[candidates])
+
+    gen = generate_columns(_restrict(canon, order[0]), price, be, options, max_rounds)
+    if gen.stopped is not None:
+        result = solve(canon, be, options)
+        result.notes.append(f"column generation stopped ({gen.stopped}); solved the full LP")
+        return result
+    master = gen.result
     x = np.zeros(canon.num_vars)
-    x[keep] = master.x
+    x[np.concatenate(order)] = master.x
     active = int((~held & ~fixed_at_zero)[cols].sum())
     return dataclasses.replace(
-        master, x=x, reduced_costs=canon.c - canon.A.T @ master.row_duals, timings=total, blocks=canon.blocks,
-        notes=[*master.notes, (f"column generation: {rounds} master LPs, {active} of {cols.stop - cols.start} "
+        master, x=x, reduced_costs=canon.c - canon.A.T @ master.row_duals, blocks=canon.blocks,
+        objective=canon.objective_value(x),
+        notes=[*master.notes, (f"column generation: {gen.rounds} master LPs, {active} of {cols.stop - cols.start} "
                                f"columns of block {block!r} priced in")],
     )
 
+
+def _restrict(model: CanonicalModel, keep: np.ndarray) -> CanonicalModel:
+    return dataclasses.replace(
+        model, c=model.c[keep], A=model.A[:, keep], col_lo=model.col_lo[keep], col_hi=model.col_hi[keep],
+        integrality=model.integrality[keep], blocks={},
+    )

@@ -12,6 +12,10 @@ and optional hyperbolic (rotated second-order cone) constraints
 
 :meth:`Model.canonical` assembles everything into one :class:`CanonicalModel` (CSC
 matrix, ranged rows, column bounds, integrality vector), which is what backends read.
+Rows and columns can carry **keys**: one per leading index of a variable block (a row of
+``x[c, :]``) and one per row of a row block, unique within the block (positions where
+none are given). A column is then known as (block, key, trailing index) and a row as
+(block, key), across models: :mod:`optim.delta` matches two models by them.
 Nothing here creates a Python object per scalar.
 """
 
@@ -142,6 +146,25 @@ class CanonicalModel:
     row_blocks: Mapping[str, slice]
     build_seconds: float = 0.0
     hyperbolic: HyperbolicCones | None = None
+    #: keys of a block's leading index / of a row block's rows (blocks not named: positions)
+    col_keys: Mapping[str, np.ndarray] = field(default_factory=dict)
+    row_keys: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def block_keys(self, name: str) -> np.ndarray:
+        """Keys of variable block ``name``'s leading index (its positions if none were given)."""
+        keys = self.col_keys.get(name)
+        if keys is not None:
+            return keys
+        shape = self.blocks[name].shape
+        return np.arange(shape[0] if shape else 1)
+
+    def row_block_keys(self, name: str) -> np.ndarray:
+        """Keys of row block ``name``'s rows (their positions if none were given)."""
+        keys = self.row_keys.get(name)
+        if keys is not None:
+            return keys
+        rows = self.row_blocks[name]
+        return np.arange(rows.stop - rows.start)
 
     @property
     def num_vars(self) -> int:
@@ -249,6 +272,8 @@ class CanonicalModel:
             row_blocks=self.row_blocks,
             build_seconds=self.build_seconds,
             hyperbolic=None if self.hyperbolic is None else self.hyperbolic.with_columns(n),
+            col_keys=self.col_keys,
+            row_keys=self.row_keys,
         )
 
 
@@ -347,6 +372,8 @@ class Model:
     _lbs: list[np.ndarray] = field(default_factory=list, init=False)
     _ubs: list[np.ndarray] = field(default_factory=list, init=False)
     _rows: dict[str, _RowBlock] = field(default_factory=dict, init=False)
+    _col_keys: dict[str, np.ndarray] = field(default_factory=dict, init=False)
+    _row_keys: dict[str, np.ndarray] = field(default_factory=dict, init=False)
     _num_vars: int = field(default=0, init=False)
     _num_rows: int = field(default=0, init=False)
     _obj: dict[str, np.ndarray] = field(default_factory=dict, init=False)
@@ -379,8 +406,10 @@ class Model:
         lb: float | np.ndarray = 0.0,
         ub: float | np.ndarray = np.inf,
         vtype: VarType | str = VarType.CONTINUOUS,
+        keys: np.ndarray | None = None,
     ) -> VarBlock:
-        """Add a block of variables with bounds ``lb <= x <= ub`` (broadcast to shape)."""
+        """Add a block of variables with bounds ``lb <= x <= ub`` (broadcast to shape);
+        ``keys``: one unique key per leading index (see the module docstring)."""
         if name in self._blocks:
             raise ModelError(f"variable block {name!r} already exists")
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
@@ -394,6 +423,8 @@ class Model:
             lo = np.maximum(lo, 0.0)
             hi = np.minimum(hi, 1.0)
         _check_sides(lo, hi, f"variable block {name!r}", "bound")
+        if keys is not None:
+            self._col_keys[name] = _unique_keys(keys, shape[0] if shape else 1, f"variable block {name!r}")
         self._blocks[name] = block
         self._lbs.append(lo)
         self._ubs.append(hi)
@@ -407,11 +438,12 @@ class Model:
         terms: Mapping[VarBlock, MatrixLike],
         lo: float | np.ndarray = -np.inf,
         hi: float | np.ndarray = np.inf,
+        keys: np.ndarray | None = None,
     ) -> slice:
         """Add rows ``lo <= sum_b terms[b] @ x_b <= hi``; returns their row slice.
 
         Each ``terms[b]`` is a dense or sparse ``(k, b.size)`` matrix (a 1-D array is one
-        row). ``lo`` and ``hi`` broadcast to ``(k,)``.
+        row). ``lo`` and ``hi`` broadcast to ``(k,)``; ``keys``: one unique key per row.
         """
         if name in self._rows:
             raise ModelError(f"row block {name!r} already exists")
@@ -422,6 +454,8 @@ class Model:
         lo_arr = _broadcast(lo, (nrows,), f"row block {name!r} lower side")
         hi_arr = _broadcast(hi, (nrows,), f"row block {name!r} upper side")
         _check_sides(lo_arr, hi_arr, f"row block {name!r}", "side")
+        if keys is not None:
+            self._row_keys[name] = _unique_keys(keys, nrows, f"row block {name!r}")
         self._rows[name] = _RowBlock(
             name, self._num_rows, nrows, rows + self._num_rows, cols, vals, lo_arr, hi_arr
         )
@@ -591,6 +625,8 @@ class Model:
             row_blocks={b.name: slice(b.start, b.start + b.count) for b in self._rows.values()},
             build_seconds=time.perf_counter() - self._t0,
             hyperbolic=hyperbolic,
+            col_keys=dict(self._col_keys),
+            row_keys=dict(self._row_keys),
         )
         return self._canonical
 
@@ -616,6 +652,16 @@ class Model:
     def _check_block(self, block: VarBlock, where: str) -> None:
         if self._blocks.get(block.name) != block:
             raise ModelError(f"{where}: variable block {block.name!r} is not part of this model")
+
+
+def _unique_keys(keys, count: int, where: str) -> np.ndarray:
+    """``keys`` as a 1-D array of ``count`` distinct values (a copy)."""
+    arr = np.array(keys).reshape(-1)
+    if arr.shape[0] != count:
+        raise ModelError(f"{where}: {arr.shape[0]} keys for {count} entries")
+    if np.unique(arr).shape[0] != count:
+        raise ModelError(f"{where}: keys are not unique")
+    return arr
 
 
 def _infer_rows(mat: MatrixLike) -> int:

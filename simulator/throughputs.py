@@ -90,24 +90,24 @@ class ThroughputTable:
         keys = np.asarray(key_index)
         cols = self.type_columns(worker_types)
         K = len(self.keys)
-        lookup = np.full((K, K), -1, dtype=np.int64)
-        rates = np.zeros((len(self.pair_keys), len(cols), 2))
+        both = np.zeros((K, K, len(cols), 2))
         if self.pair_keys:
             pk = np.asarray(self.pair_keys)
-            lookup[pk[:, 0], pk[:, 1]] = np.arange(len(pk))
             rates = np.nan_to_num(self.pair_rates[:, cols, :])
+            both[pk[:, 1], pk[:, 0]] = rates[:, :, ::-1]
+            both[pk[:, 0], pk[:, 1]] = rates
+        both = both.reshape(K * K, len(cols), 2)
+        shares = both.sum(axis=(1, 2)) > 0
         firsts, seconds, out = [], [], []
         for s in np.unique(scale_factors):
             members = np.flatnonzero(scale_factors == s)
             a, b = np.triu_indices(members.size, k=1)
             a, b = members[a], members[b]
-            forward = lookup[keys[a], keys[b]]
-            backward = lookup[keys[b], keys[a]]
-            pair_rates = np.where((forward >= 0)[:, None, None], rates[forward], rates[backward][:, :, ::-1])
-            keep = ((forward >= 0) | (backward >= 0)) & (pair_rates.sum(axis=(1, 2)) > 0)
+            code = keys[a] * K + keys[b]
+            keep = shares[code]
             firsts.append(a[keep])
             seconds.append(b[keep])
-            out.append(pair_rates[keep])
+            out.append(both[code[keep]])
         return np.concatenate(firsts), np.concatenate(seconds), np.concatenate(out)
 
 

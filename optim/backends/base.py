@@ -10,6 +10,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..capabilities import Capability
+from ..delta import ModelDelta
+from ..errors import CapabilityError
 from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result
@@ -46,12 +48,41 @@ class Backend(ABC):
     @abstractmethod
     def solve(self, model: CanonicalModel, options: SolveOptions) -> Result: ...
 
+    def live(self, options: SolveOptions) -> LiveModel:
+        """A solver model kept between solves (backends with ``Capability.INCREMENTAL``)."""
+        raise CapabilityError(f"{self.spec} keeps no live model: it has no incremental re-solve")
+
     def missing_reason(self) -> str:
         """Why the backend is unavailable (only meaningful when it is)."""
         return f"{self.package} is not installed (pip install {self.package})"
 
     def __repr__(self) -> str:
         return f"<backend {self.spec}>"
+
+
+class LiveModel(ABC):
+    """One LP held in a solver between solves: loaded whole, then changed by deltas.
+
+    Both methods return the result in the given model's own column and row order and
+    fill ``timings.translate`` (loading / applying the delta) and ``timings.solve``.
+    """
+
+    #: the model held (None before a load, or after the solver refused one or an update)
+    model: CanonicalModel | None = None
+
+    @property
+    def num_inert(self) -> int:
+        """Rows and columns held that the model no longer has (kept inert, not deleted)."""
+        return 0
+
+    @abstractmethod
+    def load(self, model: CanonicalModel) -> Result:
+        """Replace whatever is held by ``model`` and solve it cold."""
+
+    @abstractmethod
+    def update(self, delta: ModelDelta, model: CanonicalModel) -> Result:
+        """Turn the held model into ``model`` by ``delta`` (from the held model to ``model``)
+        and re-solve from the held basis."""
 
 
 @contextmanager
