@@ -2,22 +2,40 @@
 
 One *case* is (policy, jobs, GPUs per type, worker types, seed, repetition); every backend
 solves it. Jobs are sampled (``simulator.sample_jobs``, the case's seed) from the table; the
-cluster has ``gpus_per_type`` GPUs of each chosen worker type (default: jobs / 4, at least
-one). Each row times, in wall and CPU seconds, the model's *build* (formulation ->
-solver-neutral model -> canonical arrays), the backend's *translate* and its *solve*, and
-records the program's size (rows, columns, non-zeros, integers), the status, objective,
-bound and gap. A backend that lacks a capability, is not installed or hits a license limit
-is a row with that status and its one-line reason, never a crash.
+cluster has ``gpus_per_type`` GPUs of each worker type of the case's set (default: jobs / 4,
+at least one), with co-located pairs for space-sharing policies.
+
+Two ways of timing, one row per (case, backend) either way:
+
+* a policy that is one program (Gavel's max-min fairness, makespan and throughput LPs) is
+  built and solved directly: *build* (formulation -> solver-neutral model -> canonical
+  arrays), the backend's *translate* and its *solve*, in wall and CPU seconds;
+* every other program-based policy (water filling's level LPs and bottleneck MILPs,
+  finish-time fairness' bisection LPs or conic program, the makespan bisection, the
+  space-sharing LPs priced by column generation) runs its own ``allocate``: build, translate
+  and solve are summed over the programs it solved (``programs``), and ``total_wall_s`` /
+  ``total_cpu_s`` time the whole call. Sizes are those of its largest program (of the program
+  its allocation keeps, for a policy that solves outside its ``_solve``).
+
+``POLICY:VARIANT`` times another program of the same policy (:data:`VARIANTS`). A backend
+that lacks a capability, is not installed or hits a license limit is a row with that
+status and its one-line reason, never a crash. Heuristics (no program) and the round
+planner ``shockwave`` (it plans from epoch profiles, not from an allocation snapshot) are
+not timed here.
 
 Files (:func:`write_outputs`): ``bench.csv`` and ``bench.parquet`` (one row per solve),
-``bench.png`` (median solve wall time against jobs, log-log, one line per backend, one panel
-per policy) and ``machine.json`` (CPU model, cores, load average, library versions). Rows of
-Gurobi backends are never written (the pip license forbids publishing its timings).
+``bench.png`` (median end-to-end wall time against jobs, log-log, one line per backend and
+worker-type set, one panel per policy) and ``machine.json`` (CPU model, cores, load average,
+library versions). Rows of Gurobi backends are never written (the pip license forbids
+publishing its timings).
 """
 
 from __future__ import annotations
 
+import functools
+import io
 import json
+import math
 import os
 import platform
 import time
@@ -29,12 +47,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from allocators import POLICIES
+from allocators import POLICIES, Policy, ProgramClass
 from allocators.base import FormulationPolicy
+from allocators.finish_time_fairness import FinishTimeFairness
 from allocators.max_sum_throughput import MaxSumThroughput
 from allocators.min_total_duration import MinTotalDuration
-from formulations import max_sum_throughput, min_total_duration
-from optim import Model, OptimError, SolveOptions, Status, solve
+from allocators.planning import RoundPlanner
+from formulations import AllocationProblem, max_sum_throughput, min_total_duration
+from optim import CanonicalModel, LicenseLimitError, Model, OptimError, Result, SolveOptions, Status, solve
 from simulator import build_problem, parse_cluster, sample_jobs
 from simulator.files import write_atomically
 from simulator.throughputs import ThroughputTable
@@ -42,25 +62,91 @@ from simulator.throughputs import ThroughputTable
 #: library versions recorded with every run
 LIBRARIES = ("numpy", "scipy", "pandas", "highspy", "cvxpy", "clarabel", "scs", "osqp", "pyomo", "gurobipy")
 
-
 FAMILY_MODULES = {MaxSumThroughput: max_sum_throughput, MinTotalDuration: min_total_duration}
 #: families whose policy is one program ``module.build(problem, variant)``
 ONE_PROGRAM = (FormulationPolicy, MaxSumThroughput, MinTotalDuration)
+#: ``POLICY:VARIANT``: another program of the policy, by its constructor's parameters
+VARIANTS: dict[type[Policy], dict[str, dict]] = {
+    FinishTimeFairness: {"bisection": {"method": "bisection"}},
+    MinTotalDuration: {"bisection": {"gavel_compat": True}},
+}
+#: column order of the written tables
+COLUMNS = ("policy", "jobs", "gpus_per_type", "worker_types", "seed", "repeat", "backend", "programs", "rows", "cols",
+           "nonzeros", "integers", "status", "objective", "bound", "gap", "build_s", "translate_s", "solve_s",
+           "total_wall_s", "build_cpu_s", "solve_wall_s", "solve_cpu_s", "total_cpu_s", "solver_version", "message",
+           "notes")
+#: statuses that carry a solution worth plotting
+SOLVED = (str(Status.OPTIMAL), str(Status.FEASIBLE), str(Status.TIME_LIMIT))
+
+
+def _times_programs(cls: type[Policy]) -> bool:
+    return cls.program is not ProgramClass.HEURISTIC and not issubclass(cls, RoundPlanner)
 
 
 def bench_policies() -> list[str]:
-    """Policies a sweep can time: one program each, built from the problem alone (space-sharing
-    policies are priced by column generation: ``python -m benchmarks.packed``; the iterated
-    programs of water filling and finish-time fairness are timed whole by ``schedopt solve``)."""
-    return sorted(name for name, cls in POLICIES.items() if issubclass(cls, ONE_PROGRAM) and not cls.uses_pairs)
+    """What a sweep can time: every policy that solves programs built from an allocation
+    snapshot, and ``POLICY:VARIANT`` for the other programs of some (see the module doc)."""
+    names = [name for name, cls in POLICIES.items() if _times_programs(cls)]
+    variants = [f"{name}:{variant}" for name in names for family, table in VARIANTS.items()
+                if issubclass(POLICIES[name], family) for variant in table]
+    return sorted(names + variants)
+
+
+def _not_timed(name: str) -> str:
+    """Why ``name`` is not a policy a sweep can time."""
+    cls = POLICIES.get(name.partition(":")[0])
+    if cls is not None and cls.program is ProgramClass.HEURISTIC:
+        return f"bench: policy {name!r} is a heuristic: there is no program to time"
+    if cls is not None and issubclass(cls, RoundPlanner):
+        return (f"bench: policy {name!r} plans rounds from epoch profiles, not from an allocation snapshot "
+                f"(time it on its traces: python -m benchmarks.shockwave)")
+    return f"bench: policy {name!r} cannot be timed here; choose from {', '.join(bench_policies())}"
+
+
+def policy_class(spec: str) -> type[Policy]:
+    """The class behind a bench name (``POLICY`` or ``POLICY:VARIANT``)."""
+    return POLICIES[spec.partition(":")[0]]
+
+
+def is_one_program(spec: str) -> bool:
+    """The bench name is a policy that solves exactly one program, timed directly."""
+    cls = policy_class(spec)
+    return ":" not in spec and issubclass(cls, ONE_PROGRAM) and not cls.uses_pairs
 
 
 def build_program(policy: str, problem) -> Model:
-    """The policy's program for ``problem``."""
+    """The program of a one-program policy for ``problem``."""
     cls = POLICIES[policy]
     module = cls.formulation if issubclass(cls, FormulationPolicy) else next(
         m for family, m in FAMILY_MODULES.items() if issubclass(cls, family))
     return module.build(problem, cls.variant)
+
+
+class _KeepsPrograms:
+    """Mixin for a policy class: ``solved`` lists (canonical program, result) of every
+    program its ``allocate`` solved (each goes through the policy's ``_solve``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.solved: list[tuple[CanonicalModel, Result]] = []
+
+    def _solve(self, model, *args, **kwargs):
+        result = super()._solve(model, *args, **kwargs)
+        self.solved.append((model.canonical() if isinstance(model, Model) else model, result))
+        return result
+
+
+@functools.cache
+def _keeping_programs(cls: type[Policy]) -> type[Policy]:
+    return type(cls.__name__, (_KeepsPrograms, cls), {})
+
+
+def make_bench_policy(spec: str, backend: str, options: SolveOptions):
+    """The policy of bench name ``spec`` on ``backend``, keeping the programs it solves."""
+    name, _, variant = spec.partition(":")
+    cls = POLICIES[name]
+    params = next(table[variant] for family, table in VARIANTS.items() if issubclass(cls, family)) if variant else {}
+    return _keeping_programs(cls)(backend, options, **params)
 
 
 @dataclass(frozen=True)
@@ -72,16 +158,23 @@ class Case:
     seed: int
     repeat: int
 
+    def problem(self, table: ThroughputTable) -> AllocationProblem:
+        """The snapshot every backend solves (co-located pairs for space-sharing policies)."""
+        cluster = parse_cluster(",".join(f"{t}={self.gpus_per_type}" for t in self.worker_types))
+        return build_problem(cluster, sample_jobs(table, self.jobs, self.seed), table,
+                             pairs=policy_class(self.policy).uses_pairs)
+
 
 @dataclass(frozen=True)
 class Sweep:
-    """The grid: every combination of ``jobs`` × ``gpus_per_type`` (None: jobs / 4) ×
-    ``policies`` × ``seeds`` × ``repeat`` repetitions, each solved by every backend."""
+    """The grid: every combination of ``policies`` × ``jobs`` × ``gpus_per_type`` (None:
+    jobs / 4) × ``worker_types`` (sets of worker types) × ``seeds`` × ``repeat``
+    repetitions, each solved by every backend."""
 
     policies: tuple[str, ...]
     jobs: tuple[int, ...]
     backends: tuple[str, ...]
-    worker_types: tuple[str, ...]
+    worker_types: tuple[tuple[str, ...], ...]
     gpus_per_type: tuple[int | None, ...] = (None,)
     seeds: tuple[int, ...] = (0,)
     repeat: int = 1
@@ -91,22 +184,24 @@ class Sweep:
         known = set(bench_policies())
         for name in self.policies:
             if name not in known:
-                raise ValueError(f"bench: policy {name!r} cannot be timed here; choose from {', '.join(sorted(known))}"
-                                 + (" (space-sharing policies: python -m benchmarks.packed)"
-                                    if name in POLICIES and POLICIES[name].uses_pairs else ""))
+                raise ValueError(_not_timed(name))
         if not self.jobs or min(self.jobs) < 1:
             raise ValueError(f"bench: job counts must be >= 1, got {list(self.jobs)}")
         if any(g is not None and g < 1 for g in self.gpus_per_type):
             raise ValueError(f"bench: GPUs per type must be >= 1, got {list(self.gpus_per_type)}")
+        if not self.worker_types or any(isinstance(s, str) or not s or len(set(s)) < len(s)
+                                        for s in self.worker_types):
+            raise ValueError(f"bench: worker types must be non-empty sets without repeats, got "
+                             f"{list(self.worker_types)}")
         if self.repeat < 1:
             raise ValueError(f"bench: repeat must be >= 1, got {self.repeat}")
         if not self.backends:
             raise ValueError("bench: no backend to time")
 
     def cases(self) -> list[Case]:
-        return [Case(policy, n, g if g is not None else max(1, n // 4), self.worker_types, seed, rep)
+        return [Case(policy, n, g if g is not None else max(1, n // 4), types, seed, rep)
                 for policy in self.policies for n in self.jobs for g in self.gpus_per_type
-                for seed in self.seeds for rep in range(self.repeat)]
+                for types in self.worker_types for seed in self.seeds for rep in range(self.repeat)]
 
     @property
     def num_solves(self) -> int:
@@ -124,29 +219,82 @@ def run(sweep: Sweep, table: ThroughputTable, on_row: Callable[[dict], None] | N
     """Yield one row per (case, backend), in grid order."""
     options = SolveOptions(time_limit=sweep.time_limit)
     for case in sweep.cases():
-        cluster = parse_cluster(",".join(f"{t}={case.gpus_per_type}" for t in case.worker_types))
-        problem = build_problem(cluster, sample_jobs(table, case.jobs, case.seed), table)
+        problem = case.problem(table)
+        timer = time_program if is_one_program(case.policy) else time_policy
         for backend in sweep.backends:
             row = {"policy": case.policy, "jobs": case.jobs, "gpus_per_type": case.gpus_per_type,
                    "worker_types": "+".join(case.worker_types), "seed": case.seed, "repeat": case.repeat,
-                   "backend": backend}
-            canon, build_wall, build_cpu = _timed(lambda: build_program(case.policy, problem).canonical())
-            row.update(rows=canon.num_rows, cols=canon.num_vars, nonzeros=canon.num_nonzeros,
-                       integers=canon.num_integers, build_s=build_wall, build_cpu_s=build_cpu)
-            try:
-                result, wall, cpu = _timed(lambda: solve(canon, backend, options, check=False))
-            except OptimError as exc:  # capability missing, backend not installed: a row, not a crash
-                row.update(status=type(exc).__name__, message=str(exc))
-            else:
-                timings = result.timings
-                row.update(status=str(result.status), objective=result.objective, bound=result.bound,
-                           gap=_gap(result.objective, result.bound), translate_s=timings.translate,
-                           solve_s=timings.solve, solve_wall_s=wall, solve_cpu_s=cpu,
-                           solver_version=result.solver_version,
-                           message="" if result.status is Status.OPTIMAL else result.message)
+                   "backend": backend, **timer(case.policy, problem, backend, options)}
             if on_row is not None:
                 on_row(row)
             yield row
+
+
+def _refused(exc: OptimError) -> dict:
+    """The row fields of a backend that refused or failed (a capability missing, not
+    installed, a license limit)."""
+    status = str(Status.LICENSE_LIMIT) if isinstance(exc, LicenseLimitError) else type(exc).__name__
+    return {"status": status, "message": str(exc)}
+
+
+def _sizes(canon: CanonicalModel) -> dict:
+    return {"rows": canon.num_rows, "cols": canon.num_vars, "nonzeros": canon.num_nonzeros,
+            "integers": canon.num_integers}
+
+
+def time_program(policy: str, problem: AllocationProblem, backend: str, options: SolveOptions) -> dict:
+    """Build, translate and solve the one program of ``policy``, each timed."""
+    canon, build_wall, build_cpu = _timed(lambda: build_program(policy, problem).canonical())
+    row = {"programs": 1, **_sizes(canon), "build_s": build_wall, "build_cpu_s": build_cpu}
+    try:
+        result, wall, cpu = _timed(lambda: solve(canon, backend, options, check=False))
+    except OptimError as exc:  # capability missing, backend not installed: a row, not a crash
+        return row | _refused(exc)
+    timings = result.timings
+    return row | {"status": str(result.status), "objective": result.objective, "bound": result.bound,
+                  "gap": _gap(result.objective, result.bound), "translate_s": timings.translate,
+                  "solve_s": timings.solve, "solve_wall_s": wall, "solve_cpu_s": cpu,
+                  "total_wall_s": build_wall + wall, "total_cpu_s": build_cpu + cpu,
+                  "solver_version": result.solver_version,
+                  "message": "" if result.status is Status.OPTIMAL else result.message}
+
+
+def time_policy(policy: str, problem: AllocationProblem, backend: str, options: SolveOptions) -> dict:
+    """Run the policy's ``allocate``: build / translate / solve summed over the programs it
+    solved, the whole call timed, sizes of its largest program. Status: the first program's
+    that ended neither optimal nor infeasible (a bisection's infeasible probes are answers),
+    else optimal (infeasible if no program was feasible)."""
+    try:
+        agent = make_bench_policy(policy, backend, options)
+    except OptimError as exc:  # the policy's program class needs what the backend lacks
+        return {"programs": 0} | _refused(exc)
+    try:
+        allocation, wall, cpu = _timed(lambda: agent.allocate(problem))
+    except OptimError as exc:
+        return {"programs": len(agent.solved)} | _refused(exc)
+    row = {"total_wall_s": wall, "total_cpu_s": cpu, "objective": allocation.objective,
+           "notes": "; ".join(allocation.notes)}
+    solved = agent.solved or _kept_program(allocation)
+    if not solved:
+        return row | {"programs": 0, "status": "untimed", "message": f"{policy} reported no program it solved"}
+    programs = [canon for canon, _ in solved]
+    results = [result for _, result in solved]
+    trouble = next((r for r in results if r.status not in (Status.OPTIMAL, Status.INFEASIBLE)), None)
+    answered = Status.OPTIMAL if any(r.status is Status.OPTIMAL for r in results) else Status.INFEASIBLE
+    return row | _sizes(max(programs, key=lambda c: c.num_vars)) | {
+        "programs": len(results), "build_s": sum(r.timings.build for r in results),
+        "translate_s": sum(r.timings.translate for r in results), "solve_s": sum(r.timings.solve for r in results),
+        "status": str(trouble.status if trouble else answered), "message": trouble.message if trouble else "",
+        "gap": max((r.gap for r in results if r.gap is not None), default=None),
+        "solver_version": results[-1].solver_version}
+
+
+def _kept_program(allocation) -> list[tuple[CanonicalModel, Result]]:
+    """The (program, result) an allocation keeps, for a policy that solves outside its
+    ``_solve`` (as space-sharing policies may, generating their pair columns)."""
+    if allocation.result is None or allocation.program is None:
+        return []
+    return [(allocation.program, allocation.result)]
 
 
 def _gap(objective: float | None, bound: float | None) -> float | None:
@@ -181,18 +329,21 @@ def publishable(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Median times per (policy, jobs, GPUs per type, backend) over seeds and repetitions."""
-    keys = ["policy", "jobs", "gpus_per_type", "backend"]
-    cols = [c for c in ("build_s", "translate_s", "solve_s", "solve_wall_s") if c in frame]
-    agg = frame.groupby(keys, sort=False)[cols].median()
-    agg["status"] = frame.groupby(keys, sort=False)["status"].agg(lambda s: "/".join(sorted(set(s))))
-    agg["objective"] = frame.groupby(keys, sort=False)["objective"].median() if "objective" in frame else np.nan
+    """Median times and program counts per (policy, jobs, GPUs per type, worker types, backend)
+    over seeds and repetitions."""
+    keys = ["policy", "jobs", "gpus_per_type", "worker_types", "backend"]
+    cols = [c for c in ("programs", "build_s", "translate_s", "solve_s", "total_wall_s") if c in frame]
+    groups = frame.groupby(keys, sort=False)
+    agg = groups[cols].median()
+    agg["status"] = groups["status"].agg(lambda s: "/".join(sorted(set(s))))
+    agg["objective"] = groups["objective"].median() if "objective" in frame else np.nan
     return agg.reset_index()
 
 
 def write_outputs(frame: pd.DataFrame, info: dict, out: Path) -> list[Path]:
     """``bench.csv``, ``bench.parquet``, ``bench.png``, ``machine.json`` in ``out`` (Gurobi rows left out)."""
     rows = publishable(frame)
+    rows = rows[[c for c in COLUMNS if c in rows] + [c for c in rows if c not in COLUMNS]]
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "bench.csv", out / "bench.parquet", out / "bench.png", out / "machine.json"]
     write_atomically(paths[0], rows.to_csv(index=False))
@@ -205,30 +356,47 @@ def write_outputs(frame: pd.DataFrame, info: dict, out: Path) -> list[Path]:
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Median solve wall time against jobs, log-log, one line per backend, one panel per policy."""
+    """Median end-to-end wall time against jobs, log-log, one panel per policy, one colour per
+    backend and one line style per worker-type set."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    solved = frame[frame["status"].isin([str(Status.OPTIMAL), str(Status.FEASIBLE), str(Status.TIME_LIMIT)])]
-    policies = list(dict.fromkeys(frame["policy"]))
-    fig, axes = plt.subplots(1, max(1, len(policies)), figsize=(5.5 * max(1, len(policies)), 4), squeeze=False)
-    for ax, policy in zip(axes[0], policies):
+    solved = frame[frame["status"].isin(SOLVED)]
+    policies = list(dict.fromkeys(frame["policy"])) or [""]
+    colours = {b: plt.cm.tab10(i % 10) for i, b in enumerate(dict.fromkeys(frame["backend"]))}
+    styles = {t: ("-", "--", ":", "-.")[i % 4] for i, t in enumerate(dict.fromkeys(frame["worker_types"]))}
+    ncols = min(4, len(policies))
+    nrows = math.ceil(len(policies) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.8 * nrows), squeeze=False)
+    for ax in axes.flat[len(policies):]:
+        ax.set_visible(False)
+    for ax, policy in zip(axes.flat, policies):
         part = solved[solved["policy"] == policy]
-        for backend, group in part.groupby("backend", sort=True):
-            med = group.groupby("jobs")["solve_wall_s"].median()
-            ax.plot(med.index, med.values, marker="o", label=backend)
+        for (backend, types), group in part.groupby(["backend", "worker_types"], sort=False):
+            med = group.groupby("jobs")["total_wall_s"].median()
+            ax.plot(med.index, med.values, marker="o", color=colours[backend], linestyle=styles[types],
+                    label=backend if len(styles) == 1 else f"{backend} {types}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("jobs")
-        ax.set_ylabel("solve time (s, wall)")
-        ax.set_title(policy)
+        ax.set_ylabel("end to end (s, wall)")
+        ax.set_title(policy, fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         if len(part):
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=6)
     fig.tight_layout()
-    tmp = path.with_suffix(".png.tmp")
-    fig.savefig(tmp, dpi=120, format="png")
+    _save_small_png(fig, path)
     plt.close(fig)
+
+
+def _save_small_png(fig, path: Path) -> None:
+    """``fig`` as a PNG of 64 colours (a quarter of the bytes of matplotlib's RGBA), atomically."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=80, format="png")
+    tmp = path.with_suffix(".png.tmp")
+    Image.open(buffer).convert("RGB").quantize(64).save(tmp, format="png", optimize=True)
     tmp.replace(path)

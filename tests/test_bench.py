@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks.sweep import Sweep, bench_policies, run
+from benchmarks.bench_all import readme_table, sweeps
+from benchmarks.sweep import Sweep, bench_policies, run, summary
 from optim import Status, available_backends
 from schedopt.cli import app
 from simulator import example_table
@@ -19,7 +20,7 @@ HAVE_GUROBI = "gurobi" in {b.spec for b in available_backends()}
 def test_rows_time_every_phase_and_agree_across_backends():
     table = example_table()
     sweep = Sweep(policies=("max_min_fairness_perf",), jobs=(16, 32), backends=("highs", "cvxpy:CLARABEL"),
-                  worker_types=tuple(table.worker_types), repeat=2)
+                  worker_types=(tuple(table.worker_types),), repeat=2)
     rows = pd.DataFrame(list(run(sweep, table)))
     assert len(rows) == sweep.num_solves == 2 * 2 * 2
     assert (rows["status"] == str(Status.OPTIMAL)).all()
@@ -31,42 +32,106 @@ def test_rows_time_every_phase_and_agree_across_backends():
     assert ((by_case.max() - by_case.min()).abs() <= 1e-6).all()  # objectives agree, not allocations
 
 
-def test_unknown_or_space_sharing_policy_is_a_clear_error():
-    with pytest.raises(ValueError, match="benchmarks.packed"):
-        Sweep(policies=("max_min_fairness_packed",), jobs=(8,), backends=("highs",), worker_types=("v100",))
-    with pytest.raises(ValueError, match="cannot be timed"):
-        Sweep(policies=("fifo",), jobs=(8,), backends=("highs",), worker_types=("v100",))
-    assert "max_min_fairness_perf" in bench_policies() and "min_total_duration_perf" in bench_policies()
+def test_every_family_agrees_across_backends_and_counts_its_programs():
+    table = example_table()
+    families = ("max_min_fairness_water_filling_perf", "finish_time_fairness_perf",
+                "finish_time_fairness_perf:bisection", "min_total_duration_perf:bisection", "max_min_fairness_packed",
+                "finish_time_fairness_packed", "max_sum_throughput_normalized_by_cost_packed_SLOs")
+    sweep = Sweep(policies=families, jobs=(12,), backends=("highs", "clarabel", "cvxpy:HIGHS"),
+                  worker_types=(("v100", "k80"),))
+    rows = pd.DataFrame(list(run(sweep, table))).set_index(["policy", "backend"])
+    programs, status = rows["programs"], rows["status"]
+    assert programs["max_min_fairness_water_filling_perf", "highs"] >= 2  # a level LP and a bottleneck MILP
+    assert rows.loc[("max_min_fairness_water_filling_perf", "highs"), "integers"] > 0
+    assert status["max_min_fairness_water_filling_perf", "clarabel"] == "CapabilityError"  # no MILP: a row
+    assert programs["finish_time_fairness_perf", "clarabel"] == 1  # the conic program
+    assert programs["finish_time_fairness_perf", "highs"] > 10  # no SOC: bisection LPs
+    assert programs["finish_time_fairness_perf:bisection", "clarabel"] > 10
+    assert programs["min_total_duration_perf:bisection", "highs"] > 2
+    assert "column generation" in rows.loc[("max_min_fairness_packed", "highs"), "notes"]
+    solved = rows[status == str(Status.OPTIMAL)]
+    assert set(solved.index.get_level_values("policy")) == set(families)
+    for col in ("build_s", "translate_s", "solve_s", "total_wall_s", "total_cpu_s"):
+        assert (solved[col] > 0).all(), col
+    assert (solved["total_wall_s"] >= solved["solve_s"]).all()
+    spread = solved.groupby("policy")["objective"].agg(lambda o: (o.max() - o.min()) / abs(o.max()))
+    assert (spread <= 1e-6).all(), spread
+    ftf = solved.loc[(["finish_time_fairness_perf", "finish_time_fairness_perf:bisection"], "clarabel"), "objective"]
+    assert ftf.iloc[0] == pytest.approx(ftf.iloc[1], rel=1e-6)  # the conic program and the bisection agree
+
+
+def test_worker_type_sets_are_a_dimension():
+    table = example_table()
+    sets = (("v100", "p100", "k80"), ("v100",), ("k80", "p100"))
+    sweep = Sweep(policies=("max_min_fairness_perf",), jobs=(16,), backends=("highs",), worker_types=sets,
+                  gpus_per_type=(2,))
+    rows = pd.DataFrame(list(run(sweep, table)))
+    assert rows["worker_types"].tolist() == ["v100+p100+k80", "v100", "k80+p100"]
+    assert rows["cols"].tolist() == [16 * 3 + 1, 16 + 1, 16 * 2 + 1]  # one x column per job and type, and z
+    assert rows["objective"].nunique() == 3
+    assert len(summary(rows)) == 3  # the summary keeps the sets apart
+    with pytest.raises(ValueError, match="worker types"):
+        Sweep(policies=("max_min_fairness_perf",), jobs=(8,), backends=("highs",), worker_types=("v100",))
+
+
+def test_heuristic_round_planner_or_unknown_policy_is_a_clear_error():
+    for name, reason in (("fifo", "heuristic"), ("shockwave", "benchmarks.shockwave"), ("nope", "cannot be timed"),
+                         ("max_min_fairness_perf:bisection", "cannot be timed")):
+        with pytest.raises(ValueError, match=reason):
+            Sweep(policies=(name,), jobs=(8,), backends=("highs",), worker_types=(("v100",),))
+    names = bench_policies()
+    assert {"max_min_fairness_perf", "max_min_fairness_water_filling_packed", "finish_time_fairness:bisection",
+            "min_total_duration_packed:bisection"} <= set(names)
+    assert not {"fifo", "allox", "gandiva", "shockwave"} & set(names)
 
 
 def test_cli_writes_its_files_and_never_gurobi_rows(tmp_path):
     out = tmp_path / "bench"
     backends = ["--backend", "highs"] + (["--backend", "gurobi"] if HAVE_GUROBI else [])
     res = CliRunner().invoke(app, ["bench", "--jobs", "8", "--jobs", "600", "--policy", "min_total_duration_perf",
-                                   *backends, "--out", str(out), "--no-progress"])
+                                   "--policy", "max_min_fairness_water_filling_perf", "--worker-types", "v100,k80",
+                                   "--worker-types", "p100", *backends, "--out", str(out), "--no-progress"])
     assert res.exit_code == 0, res.output
     frame = pd.read_csv(out / "bench.csv")
-    assert set(frame["backend"]) == {"highs"} and len(frame) == 2
+    assert set(frame["backend"]) == {"highs"} and len(frame) == 2 * 2 * 2
+    assert set(frame["worker_types"]) == {"v100+k80", "p100"} and (frame["status"] == "optimal").all()
+    assert frame.groupby("policy")["programs"].min().to_dict() == {"max_min_fairness_water_filling_perf": 2,
+                                                                   "min_total_duration_perf": 1}
     assert pd.read_parquet(out / "bench.parquet").shape == frame.shape
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     info = json.loads((out / "machine.json").read_text())
     assert info["cores"] >= 1 and "highspy" in info["libraries"]
     if HAVE_GUROBI:  # shown, not written
-        assert "2 Gurobi row(s) shown above, never written" in " ".join(res.output.split())
+        assert "8 Gurobi row(s) shown above, never written" in " ".join(res.output.split())
 
 
 @pytest.mark.skipif(not HAVE_GUROBI, reason="gurobipy not installed")
 def test_a_license_refusal_is_a_row_not_a_crash():
     table = example_table()
-    sweep = Sweep(policies=("max_min_fairness_perf",), jobs=(1000,), backends=("gurobi",),
-                  worker_types=tuple(table.worker_types))
-    (row,) = run(sweep, table)
-    assert row["status"] == str(Status.LICENSE_LIMIT) and "license" in row["message"]
+    sweep = Sweep(policies=("max_min_fairness_perf", "max_min_fairness_water_filling_perf"), jobs=(1000,),
+                  backends=("gurobi",), worker_types=(tuple(table.worker_types),))
+    for row in run(sweep, table):
+        assert row["status"] == str(Status.LICENSE_LIMIT) and "license" in row["message"], row["policy"]
 
 
 def test_cli_bad_backend_and_worker_type_are_one_line_errors(tmp_path):
-    for args in (["--backend", "nosuchsolver"], ["--worker-types", "v100,h900"]):
+    for args in (["--backend", "nosuchsolver"], ["--worker-types", "v100", "--worker-types", "v100,h900"],
+                 ["--policy", "gandiva"], ["--policy", "shockwave"]):
         res = CliRunner().invoke(app, ["bench", "--jobs", "8", *args, "--out", str(tmp_path / "b"), "--no-progress"])
         assert res.exit_code == 2
         assert res.output.strip().count("\n") == 0 and res.output.startswith("schedopt: error:")
     assert not (tmp_path / "b").exists()
+
+
+def test_reference_suite_covers_every_formulation_and_tables_what_solved():
+    suite = sweeps()
+    assert sorted(p for sweep in suite for p in sweep.policies) == bench_policies()
+    assert not any("gurobi" in b for sweep in suite for b in sweep.backends)
+    table = example_table()
+    sweep = Sweep(policies=("max_min_fairness_water_filling_perf", "max_min_fairness_perf"), jobs=(8, 16),
+                  backends=("highs", "clarabel"), worker_types=(("v100", "k80"),))
+    text = readme_table(pd.DataFrame(list(run(sweep, table))), worker_types="v100+k80")
+    lines = text.splitlines()
+    assert lines[0].startswith("| formulation | backend | 8 | 16 | programs |")
+    assert len(lines) == 2 + 3  # no MILP on clarabel: water filling has no row there
+    assert "| `max_min_fairness_water_filling_perf` | highs |" in text and "| 2 |" in text
