@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from pathlib import Path
 
@@ -215,10 +216,12 @@ def _window(text: str | None) -> tuple[int, int] | None:
 @app.command()
 @user_errors
 def bench(
-    policy: list[str] = typer.Option(["max_min_fairness_perf"], help="Policy to time (repeat the option for more)."),
+    policy: list[str] = typer.Option(["max_min_fairness_perf"], help=(
+        "Policy to time, or POLICY:VARIANT (repeat the option for more; `all`: every one a sweep can time).")),
     jobs: list[int] = typer.Option([64, 256, 1024, 4096], help="Job counts (repeat the option)."),
     gpus_per_type: list[int] = typer.Option([], help="GPUs of each worker type [default: jobs / 4]."),
-    worker_types: str | None = typer.Option(None, help="Comma-separated worker types [default: all in the table]."),
+    worker_types: list[str] = typer.Option([], help=(
+        "Comma-separated set of worker types (repeat for more sets) [default: all in the table].")),
     backend: list[str] = typer.Option([], help="Backends (repeat) [default: every installed one but Gurobi]."),
     repeat: int = typer.Option(1, help="Repetitions of each case."),
     seed: list[int] = typer.Option([0], help="Seeds of the job sampler (repeat)."),
@@ -227,21 +230,23 @@ def bench(
     out: Path = typer.Option(Path("bench"), help="Directory for bench.csv / .parquet / .png and machine.json."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
-    """Solve time against size: every policy x job count x backend, timed build / translate / solve."""
+    """Solve time against size: every policy x job count x worker types x backend, timed build / translate /
+    solve (summed over the programs of iterated policies)."""
     import pandas as pd
 
-    from benchmarks.sweep import Sweep, machine, publishable, run, summary, write_outputs
+    from benchmarks.sweep import Sweep, bench_policies, machine, publishable, run, summary, write_outputs
     from optim import available_backends, parse_spec
 
     table = read_gavel_json(throughputs) if throughputs else example_table()
-    types = tuple(t.strip() for t in worker_types.split(",")) if worker_types else tuple(table.worker_types)
-    unknown = [t for t in types if t not in table.worker_types]
+    type_sets = tuple(tuple(t.strip() for t in s.split(",")) for s in worker_types) or (tuple(table.worker_types),)
+    unknown = sorted({t for types in type_sets for t in types} - set(table.worker_types))
     if unknown:
         raise ValueError(f"bench: worker type(s) {', '.join(unknown)} not in the throughput table "
                          f"({', '.join(table.worker_types)})")
     backends = tuple(parse_spec(b).spec for b in backend) or tuple(
         b.spec for b in available_backends() if "gurobi" not in b.spec.lower())
-    sweep = Sweep(policies=tuple(policy), jobs=tuple(jobs), backends=backends, worker_types=types,
+    policies = tuple(bench_policies()) if policy == ["all"] else tuple(policy)
+    sweep = Sweep(policies=policies, jobs=tuple(jobs), backends=backends, worker_types=type_sets,
                   gpus_per_type=tuple(gpus_per_type) or (None,), seeds=tuple(seed), repeat=repeat,
                   time_limit=time_limit)
     if out.exists() and not out.is_dir():
@@ -253,13 +258,16 @@ def bench(
     shown = summary(frame)
     result = Table(title=f"milliseconds, median of {repeat * len(seed)}; {info['cpu']}, {info['cores']} cores",
                    box=box.SIMPLE)
-    for col in ("policy", "jobs", "GPUs/type", "backend", "status", "build", "translate", "solve"):
-        result.add_column(col, justify="left" if col in ("policy", "backend", "status") else "right", no_wrap=True)
+    for col in ("policy", "jobs", "GPUs/type", "types", "backend", "status", "programs", "build", "translate",
+                "solve", "total"):
+        result.add_column(col, justify="left" if col in ("policy", "types", "backend", "status") else "right",
+                          no_wrap=True)
     for r in shown.itertuples(index=False):
-        result.add_row(r.policy, f"{r.jobs:,}", f"{r.gpus_per_type:,}", r.backend, r.status,
+        result.add_row(r.policy, f"{r.jobs:,}", f"{r.gpus_per_type:,}", r.worker_types, r.backend, r.status,
+                       f"{r.programs:g}",
                        *(f"{1e3 * getattr(r, c):,.1f}" if pd.notna(getattr(r, c, None)) else "-"
-                         for c in ("build_s", "translate_s", "solve_s")))
-    (console if console.is_terminal else Console(width=160)).print(result)
+                         for c in ("build_s", "translate_s", "solve_s", "total_wall_s")))
+    (console if console.is_terminal else Console(width=200)).print(result)
     left_out = len(frame) - len(publishable(frame))
     console.print(f"wrote {', '.join(str(p) for p in paths)}"
                   + (f" ({left_out} Gurobi row(s) shown above, never written: pip license terms)" if left_out else ""))
@@ -499,6 +507,70 @@ def _print_summary(summary: dict) -> None:
 
 def _hours(seconds: float) -> str:
     return f"{seconds:,.1f} s ({seconds / 3600:.2f} h)"
+
+
+@app.command()
+@user_errors
+def profile(
+    workloads: str = typer.Option("resnet,transformer,recommendation", help=(
+        "Comma-separated reference workloads: resnet, transformer, recommendation.")),
+    batch_sizes: str = typer.Option("32", help="Comma-separated batch sizes (per GPU), e.g. 16,32,64."),
+    gpus: str = typer.Option("1", help="Comma-separated scale factors (GPUs per job), e.g. 1,2,4."),
+    model_size: str = typer.Option("small", help="tiny | small | base (tiny runs in milliseconds on a CPU)."),
+    device: str = typer.Option("auto", help="auto (GPUs where present, else the CPU) | cpu | cuda"),
+    worker_type: str | None = typer.Option(None, help=(
+        "Worker type the table names [default: cpu, or the GPU model such as h100].")),
+    steps: int = typer.Option(50, help="Timed steps per measurement, at most."),
+    seconds: float = typer.Option(5.0, help="Timed seconds per measurement, about, at most."),
+    warmup: int = typer.Option(3, help="Untimed steps before each measurement."),
+    seed: int = typer.Option(0, help="Seed of the models and their synthetic data."),
+    out: Path = typer.Option(..., help="Write the throughput table to FILE (Gavel's JSON format)."),
+) -> None:
+    """Measure steps/s of the reference PyTorch workloads per (job type, scale) on this machine and
+    write a throughput table that `simulate --throughputs` and `solve --throughputs` read."""
+    try:
+        from runtime_bridge.profiler import profile as run_profile
+        from runtime_bridge.profiler import resolve_device
+        from runtime_bridge.workloads import MODEL_SIZES, WORKLOADS, WorkloadSpec
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        raise ValueError('profile needs PyTorch: pip install -e ".[runtime]"') from None
+    from simulator.throughputs import write_gavel_json
+
+    names = [name.strip() for name in workloads.split(",") if name.strip()]
+    unknown = [name for name in names if name not in WORKLOADS]
+    if unknown or not names:
+        raise ValueError(f"--workloads {workloads!r}: unknown workload {', '.join(unknown) or '(none given)'} "
+                         f"(known: {', '.join(WORKLOADS)})")
+    if model_size not in MODEL_SIZES:
+        raise ValueError(f"--model-size {model_size!r}: expected one of {', '.join(MODEL_SIZES)}")
+    if steps < 1 or warmup < 0 or not seconds > 0:
+        raise ValueError("--steps must be >= 1, --warmup >= 0 and --seconds > 0")
+    if out.is_dir():
+        raise ValueError(f"--out {str(out)!r}: is a directory; give a file name")
+    folder = next(p for p in out.absolute().parents if p.exists())
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ValueError(f"--out {str(out)!r}: cannot write into {str(folder)!r}")
+    specs = [WorkloadSpec(name, size, model_size, seed) for name in dict.fromkeys(names)
+             for size in dict.fromkeys(_positive_ints(batch_sizes, "--batch-sizes"))]
+    target = resolve_device(device)
+
+    def show(m) -> None:
+        note = f" ({m.note})" if m.note else ""
+        console.print(f"{m.spec.job_type} x{m.scale}: {m.steps_per_second:,.2f} steps/s{note}", highlight=False)
+
+    table = run_profile(specs, _positive_ints(gpus, "--gpus"), target, steps=steps, seconds=seconds, warmup=warmup,
+                        name=worker_type, on_measurement=show)
+    write_gavel_json(table, out)
+    console.print(f"wrote {out} (worker type {table.worker_types[0]!r}, {len(table.keys)} job types)")
+
+
+def _positive_ints(text: str, option: str) -> list[int]:
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise ValueError(f"{option} {text!r}: expected comma-separated positive integers, e.g. 1,2,4")
+    return [int(p) for p in parts]
 
 
 def main() -> None:
