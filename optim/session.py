@@ -8,8 +8,10 @@ says so in the result's notes, when the model is not a pure LP, when more than
 ``max_change`` of it changed (columns and rows dropped or added and coefficients changed,
 plus rows and columns the live model still holds inert, relative to the model's columns
 plus rows) or when the solver refuses the update. A warm result's ``timings.translate``
-includes computing the delta. HiGHS is the backend with ``Capability.INCREMENTAL``
-(Gurobi would need its ranged rows, split in two, and per-scalar handles tracked).
+includes computing the delta. The backends with ``Capability.INCREMENTAL`` are HiGHS
+(:mod:`optim.backends.highs_live`: departures kept inert, arrivals in pooled slots, so the
+factorization survives) and Gurobi (:mod:`optim.backends.gurobi_live`: the delta applied
+literally, ranged rows as constraint pairs).
 """
 
 from __future__ import annotations

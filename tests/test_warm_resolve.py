@@ -11,7 +11,18 @@ from hypothesis import strategies as st
 from allocators import make_policy
 from allocators.max_min_fairness import MaxMinFairnessPerf
 from formulations import AllocationProblem, max_min_fairness, max_sum_throughput, min_total_duration
-from optim import Capability, CapabilityError, Model, ModelError, Session, Status, parse_spec, solve
+from optim import (
+    Capability,
+    CapabilityError,
+    Model,
+    ModelError,
+    Session,
+    Status,
+    available_backends,
+    lp_dual_bound,
+    parse_spec,
+    solve,
+)
 from optim.delta import model_delta
 from simulator.cluster import parse_cluster
 from simulator.engine import Engine, SimulationConfig
@@ -73,20 +84,25 @@ def test_delta_sees_changed_coefficients_sides_and_bounds():
     assert delta.cost.size == 5 and delta.sides.size == 1 and delta.bounds.size == 0
 
 
+#: backends with live models (Gurobi's pip license holds these small models)
+LIVE = [b.spec for b in available_backends() if b.spec in ("highs", "gurobi")]
+
+
+@pytest.mark.parametrize("backend", LIVE)
 @given(pool=problems(max_jobs=14), program=st.sampled_from(PROGRAMS),
        steps=st.lists(st.tuples(st.lists(st.booleans(), min_size=14, max_size=14),
                                 st.sampled_from([1.0, 1.0, 1.5]), st.floats(0.0, 0.5)), min_size=2, max_size=5))
-def test_warm_resolves_match_cold_solves(pool, program, steps):
+def test_warm_resolves_match_cold_solves(backend, pool, program, steps):
     """Random arrivals, departures and rate changes: every warm objective is the cold one."""
     formulation, variant = program
-    session = Session("highs", max_change=np.inf)
+    session = Session(backend, max_change=np.inf)
     for k, (active, speed, progress) in enumerate(steps):
         rows = np.flatnonzero(np.array(active[: pool.num_jobs]))
         if rows.size == 0:
             rows = np.array([k % pool.num_jobs])
         problem = subset(pool, rows, speed, progress)
         warm = session.solve(formulation.build(problem, variant), check=False)
-        cold = solve(formulation.build(problem, variant), "highs", check=False)
+        cold = solve(formulation.build(problem, variant), backend, check=False)
         assert session.warm == (k > 0)
         assert warm.status == cold.status
         if cold.status is Status.OPTIMAL:
@@ -142,6 +158,41 @@ def test_an_arrival_of_a_known_structure_adds_no_rows_or_columns():
     assert result.objective == pytest.approx(cold.objective, rel=1e-9)
 
 
+def keyed_lp(rows: list[int], cols: list[int], sides: dict[int, tuple[float, float]], scale: float = 1.0) -> Model:
+    """max sum_c (1 + c) x_c over keyed columns ``cols`` (0 <= x_c <= 2 + c) and keyed rows
+    ``rows``: row r is ``lo_r <= sum_c (1 + (r + c) % 3) * scale x_c <= hi_r``."""
+    m = Model("keyed")
+    x = m.add_variables("x", (len(cols), 1), ub=np.array(cols, dtype=float)[:, None] + 2.0, keys=cols)
+    A = np.array([[1.0 + (r + c) % 3 for c in cols] for r in rows]) * scale
+    lo = np.array([sides.get(r, (-np.inf, 10.0))[0] for r in rows])
+    hi = np.array([sides.get(r, (-np.inf, 10.0))[1] for r in rows])
+    m.add_rows("r", {x: A}, lo=lo, hi=hi, keys=rows)
+    m.set_objective({x: np.array(cols, dtype=float)[:, None] + 1.0}, sense="max")
+    return m
+
+
+@pytest.mark.parametrize("backend", LIVE)
+def test_live_models_follow_sides_that_become_ranged_equal_or_free(backend):
+    """Every kind of change in one session: rows and columns come and go, sides turn
+    one-sided -> ranged -> equal -> free, coefficients scale; each re-solve matches a cold one."""
+    steps = [
+        ([0, 1, 2], [0, 1, 2, 3], {}, 1.0),
+        ([0, 1, 2], [0, 1, 2, 3], {1: (2.0, 6.0)}, 1.0),
+        ([1, 2, 3], [1, 2, 3, 4], {1: (3.0, 3.0), 3: (1.0, 9.0)}, 1.0),
+        ([1, 2, 3], [1, 2, 3, 4], {1: (-np.inf, np.inf)}, 1.5),
+        ([0, 2, 3], [0, 2, 4], {0: (4.0, 4.0)}, 1.5),
+    ]
+    session = Session(backend, max_change=np.inf)
+    for k, step in enumerate(steps):
+        warm = session.solve(keyed_lp(*step))
+        cold = solve(keyed_lp(*step), "highs")
+        assert session.warm == (k > 0)
+        assert warm.objective == pytest.approx(cold.objective, rel=1e-9)
+        canon = keyed_lp(*step).canonical()
+        assert canon.max_violation(warm.x) < 1e-7
+        assert lp_dual_bound(canon, warm.row_duals) == pytest.approx(cold.objective, rel=1e-9)  # duals certify it
+
+
 def test_a_large_change_is_solved_cold_and_noted():
     pool = tiny(np.arange(1.0, 21.0).reshape(10, 2), caps=(2, 3))
     session = Session("highs", max_change=0.1)
@@ -180,6 +231,7 @@ def test_departures_keep_inert_rows_until_a_rebuild():
 
 
 def test_only_backends_with_incremental_resolves_open_sessions():
+    assert Capability.INCREMENTAL in parse_spec("gurobi").capabilities()
     for backend in map(parse_spec, ("highs", "clarabel", "gurobi", "pyomo:highs")):
         if Capability.INCREMENTAL in backend.capabilities():
             Session(backend)

@@ -101,7 +101,11 @@ def split_rows(model: CanonicalModel):
     Returns ``(index, sense, rhs)``: original row index, "=", "<" or ">" and right-hand
     side of each one-sided row. A ranged row with two finite, distinct sides yields two.
     """
-    lo, hi = model.row_lo, model.row_hi
+    return one_sided(model.row_lo, model.row_hi)
+
+
+def one_sided(lo: np.ndarray, hi: np.ndarray):
+    """:func:`split_rows` of rows with sides ``lo <= a x <= hi`` (free rows yield none)."""
     eq = lo == hi
     le = ~eq & np.isfinite(hi)
     ge = ~eq & np.isfinite(lo)

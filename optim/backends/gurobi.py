@@ -13,7 +13,7 @@ from ..capabilities import Capability
 from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
-from .base import Backend, split_rows, stopwatch
+from .base import Backend, LiveModel, split_rows, stopwatch
 
 #: gurobipy's error code for "Model too large for size-limited license"
 SIZE_LIMITED_LICENSE = 10010
@@ -22,7 +22,7 @@ PIP_LICENSE_LIMITS = "pip license: <= 2000 variables and rows (<= 200 variables 
 _ENV = None
 
 
-def _env():
+def env():
     """One quiet Gurobi environment per process (starting one checks the license)."""
     global _ENV
     if _ENV is None:
@@ -43,7 +43,7 @@ class GurobiBackend(Backend):
     def capabilities(self) -> frozenset[Capability]:
         return frozenset(
             {Capability.LP, Capability.MILP, Capability.LOG, Capability.SOC, Capability.DUALS,
-             Capability.WARM_START}
+             Capability.WARM_START, Capability.INCREMENTAL}
         )
 
     def version(self) -> str:
@@ -77,12 +77,17 @@ class GurobiBackend(Backend):
             return Result(Status.ERROR, self.spec, message=f"Gurobi error {exc.errno}: {exc}", timings=timings)
         return _read_result(m, x, rows, index, model, timings, self.spec, self.version())
 
+    def live(self, options: SolveOptions) -> LiveModel:
+        from .gurobi_live import GurobiLive
+
+        return GurobiLive(options, self.spec, self.version())
+
 
 def _translate(model: CanonicalModel, options: SolveOptions):
     import gurobipy as gp
     from gurobipy import GRB
 
-    m = gp.Model(model.name, env=_env())
+    m = gp.Model(model.name, env=env())
     vtype = np.where(model.integrality, GRB.INTEGER, GRB.CONTINUOUS)
     x = m.addMVar(model.num_vars, lb=model.col_lo, ub=model.col_hi, vtype=vtype)
     index, sense, rhs = split_rows(model)
@@ -108,6 +113,14 @@ def _translate(model: CanonicalModel, options: SolveOptions):
             m.addConstr(t[i] == gp.nlfunc.log(u[i]))
         objective = objective + terms.weights @ t
     m.setObjective(objective, GRB.MAXIMIZE if model.sense == "max" else GRB.MINIMIZE)
+    apply_options(m, options)
+    if options.start is not None and model.is_mip:
+        x.Start = np.asarray(options.start, dtype=float)
+    return m, x, rows, index
+
+
+def apply_options(m, options: SolveOptions) -> None:
+    """``options`` as the parameters of Gurobi model ``m`` (all but a MIP start)."""
     p = m.Params
     if options.threads is not None:
         p.Threads = options.threads
@@ -124,16 +137,13 @@ def _translate(model: CanonicalModel, options: SolveOptions):
     p.OutputFlag = int(options.verbose)
     for key, value in options.raw.items():
         m.setParam(key, value)
-    if options.start is not None and model.is_mip:
-        x.Start = np.asarray(options.start, dtype=float)
-    return m, x, rows, index
 
 
-def _read_result(m, x, rows, index, model: CanonicalModel, timings: Timings, spec: str, version: str) -> Result:
-    import gurobipy as gp
+def read_status(m) -> Status:
+    """The :class:`Status` of Gurobi model ``m``'s last optimize."""
     from gurobipy import GRB
 
-    status = {
+    return {
         GRB.OPTIMAL: Status.OPTIMAL,
         GRB.INFEASIBLE: Status.INFEASIBLE,
         GRB.INF_OR_UNBD: Status.INFEASIBLE_OR_UNBOUNDED,
@@ -145,6 +155,12 @@ def _read_result(m, x, rows, index, model: CanonicalModel, timings: Timings, spe
         GRB.SOLUTION_LIMIT: Status.FEASIBLE,
         GRB.INTERRUPTED: Status.FEASIBLE,
     }.get(m.Status, Status.ERROR)
+
+
+def _read_result(m, x, rows, index, model: CanonicalModel, timings: Timings, spec: str, version: str) -> Result:
+    import gurobipy as gp
+
+    status = read_status(m)
     result = Result(
         status, spec, message=f"Gurobi status {m.Status}", timings=timings, solver_version=version
     )
