@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from optim import CanonicalModel, Model, ModelError, Result, SolveOptions, get_backend, solve
+from optim import CanonicalModel, Model, ModelError, Result, SolveOptions, Status, get_backend, solve
 from optim.backends.column_masters import NewColumns
 from optim.column_generation import PRICING_TOL, generate_columns
 
@@ -47,15 +47,20 @@ class PairGeneration:
     """``generated``: indices into ``problem.pairs`` of the pairs in the final master, in
     master order; ``max_reduced_cost``: the largest reduced cost of any pair cell at the
     final duals (the certificate, <= ``PRICING_TOL`` when ``fallback`` is None);
-    ``fallback``: why the full LP was solved instead."""
+    ``fallback``: why the full LP was solved instead; ``stopped``: why generation ended
+    early without it (the time limit: the allocation is feasible, not proven optimal)."""
 
     rounds: int
     candidates: int
     generated: np.ndarray
     max_reduced_cost: float
     fallback: str | None = None
+    stopped: str | None = None
 
     def note(self) -> str:
+        if self.stopped is not None:
+            return (f"column generation stopped ({self.stopped}) with {self.generated.size} of {self.candidates} "
+                    "pairs generated: the allocation is feasible, not proven optimal")
         if self.fallback is not None:
             return f"column generation stopped ({self.fallback}); solved the LP over all {self.candidates} pairs"
         return (f"column generation: {self.rounds} master LPs, {self.generated.size} of {self.candidates} pairs "
@@ -87,7 +92,7 @@ def solve_packed(problem: AllocationProblem, build: Callable[[AllocationProblem]
     Returns the problem restricted to the generated pairs, its model and a result optimal
     for the full LP (the model's rows must not depend on which pairs are present). Falls
     back to the full LP, said in the notes, when a master is not optimal (e.g. rows that
-    only pairs can satisfy).
+    only pairs can satisfy); a license refusal or solver error raises as :func:`optim.solve`.
     """
     pairs = problem.job_pairs()
     m, n, P = problem.num_jobs, problem.num_types, len(pairs)
@@ -125,23 +130,30 @@ def solve_packed(problem: AllocationProblem, build: Callable[[AllocationProblem]
         return columns
 
     gen = generate_columns(master, price, backend, options)
-    if gen.stopped is not None:
+    if gen.stopped is not None and not gen.timed_out:
+        gen.result.raise_for_status()  # a license refusal or solver error: the full LP would meet it too
         model = build(problem)
-        result = solve(model, backend, options, check=False)
+        result = solve(model, backend, options)
         info = PairGeneration(gen.rounds, P, np.arange(P), np.nan, gen.stopped)
         result.notes.append(info.note())
         return problem, model, result, info
     generated = np.concatenate(order)
-    info = PairGeneration(gen.rounds, P, generated, certificate[0])
+    info = PairGeneration(gen.rounds, P, generated, np.nan if gen.timed_out else certificate[0],
+                          stopped=gen.stopped)
     final_problem = with_pairs(problem, generated)
     model = build(final_problem)
     final = model.canonical()
     _check_rows(final, master)
+    if not gen.result.has_solution:  # the first master reached the time limit without a point
+        gen.result.notes.append(info.note())
+        return final_problem, model, dataclasses.replace(gen.result, blocks=final.blocks), info
     values = _final_columns(gen.result.x, master, final, m, np.concatenate([np.zeros(0, dtype=np.int64), *cells]))
     result = dataclasses.replace(
         gen.result, x=values, objective=final.objective_value(values), blocks=final.blocks,
         reduced_costs=final.c - final.A.T @ gen.result.row_duals, notes=[*gen.result.notes, info.note()],
     )
+    if gen.timed_out:
+        result = dataclasses.replace(result, status=Status.TIME_LIMIT, bound=None, row_duals=None, reduced_costs=None)
     return final_problem, model, result, info
 
 

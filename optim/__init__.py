@@ -17,6 +17,7 @@ from .errors import (
     CapabilityError,
     LicenseLimitError,
     ModelError,
+    NoSolutionError,
     OptimError,
     SolverFailedError,
     UnknownBackendError,
@@ -30,8 +31,8 @@ from .sparse import CsrArrays
 
 __all__ = [
     "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate", "CsrArrays",
-    "HyperbolicCones", "LicenseLimitError", "LogTerms", "Model", "ModelError", "OptimError", "Result",
-    "Session", "SolveOptions", "SolverFailedError", "Status", "Timings", "UnknownBackendError", "VarBlock",
+    "HyperbolicCones", "LicenseLimitError", "LogTerms", "Model", "ModelError", "NoSolutionError", "OptimError",
+    "Result", "Session", "SolveOptions", "SolverFailedError", "Status", "Timings", "UnknownBackendError", "VarBlock",
     "VarType", "all_backends", "available_backends", "backends_with", "get_backend",
     "lp_certificate", "lp_dual_bound", "parse_spec", "solve",
 ]

@@ -12,6 +12,7 @@ LP over all candidates, and ``y`` certifies it.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -29,6 +30,9 @@ from .solve import solve
 #: a held column must improve the objective by more than this per unit to be priced in
 PRICING_TOL = 1e-7
 
+#: the loop's clock (seconds)
+_clock = time.perf_counter
+
 #: ``pricer(row_duals) -> improving columns``, None when there is none
 Pricer = Callable[[np.ndarray], NewColumns | None]
 
@@ -37,12 +41,15 @@ Pricer = Callable[[np.ndarray], NewColumns | None]
 class Generation:
     """The last master's result (its ``x`` over the master's columns, then every added
     column in the order added; ``timings`` summed over all masters), the number of master
-    LPs, and ``stopped``: why the loop ended early (None when it converged)."""
+    LPs, and ``stopped``: why the loop ended early (None when it converged);
+    ``timed_out``: it ended at ``options.time_limit`` (the last master's point, if it has
+    one, is feasible for the full LP, not proven optimal)."""
 
     result: Result
     rounds: int
     added: int
     stopped: str | None = None
+    timed_out: bool = False
 
 
 def generate_columns(master: CanonicalModel, pricer: Pricer, backend: Backend, options: SolveOptions,
@@ -50,7 +57,8 @@ def generate_columns(master: CanonicalModel, pricer: Pricer, backend: Backend, o
     """Solve the master, price, add, repeat until ``pricer`` finds nothing (see module doc).
 
     Needs a backend with LP duals; a master that is not optimal ends the loop with the
-    reason in ``stopped`` (the caller decides what to fall back to).
+    reason in ``stopped`` (the caller decides what to fall back to), and so does
+    ``options.time_limit``, checked on the whole loop after each master.
     """
     if master.is_mip or master.log_terms is not None or master.hyperbolic is not None:
         raise ModelError(f"{master.name}: column generation needs a pure LP")
@@ -59,14 +67,20 @@ def generate_columns(master: CanonicalModel, pricer: Pricer, backend: Backend, o
     lp = (HighsColumnMaster if isinstance(backend, HighsBackend) else ColumnMaster)(master, backend, options)
     total = Timings(build=master.build_seconds)
     added = 0
+    started = _clock()
     for rounds in range(1, max_rounds + 1):
         result = lp.solve()
         result.first_order = backend.first_order
         total.translate += result.timings.translate
         total.solve += result.timings.solve
         result.timings = total
+        if result.status is Status.TIME_LIMIT:
+            return Generation(result, rounds, added, f"master {rounds} reached the time limit", timed_out=True)
         if result.status is not Status.OPTIMAL or result.row_duals is None:
             return Generation(result, rounds, added, f"master {rounds} is {result.status}")
+        if options.time_limit is not None and _clock() - started > options.time_limit:
+            return Generation(result, rounds, added, f"time limit of {options.time_limit:g} s reached after "
+                              f"{rounds} master LPs", timed_out=True)
         columns = pricer(result.row_duals)
         if columns is None:
             return Generation(result, rounds, added)
@@ -127,19 +141,27 @@ def solve_by_column_generation(
         return NewColumns(canon.A[:, candidates], canon.c[candidates], canon.col_hi[candidates])
 
     gen = generate_columns(_restrict(canon, order[0]), price, be, options, max_rounds)
-    if gen.stopped is not None:
+    if gen.stopped is not None and not gen.timed_out:
+        gen.result.raise_for_status()  # a license refusal or solver error: the full LP would meet it too
         result = solve(canon, be, options)
         result.notes.append(f"column generation stopped ({gen.stopped}); solved the full LP")
         return result
     master = gen.result
+    if not master.has_solution:
+        master.notes.append(f"column generation stopped ({gen.stopped}) without a point")
+        return dataclasses.replace(master, blocks=canon.blocks)
     x = np.zeros(canon.num_vars)
     x[np.concatenate(order)] = master.x
     active = int((~held & ~fixed_at_zero)[cols].sum())
+    note = (f"column generation: {gen.rounds} master LPs, {active} of {cols.stop - cols.start} columns of block "
+            f"{block!r} priced in")
+    if gen.timed_out:
+        return dataclasses.replace(master, status=Status.TIME_LIMIT, x=x, bound=None, blocks=canon.blocks,
+                                   row_duals=None, reduced_costs=None, objective=canon.objective_value(x),
+                                   notes=[*master.notes, f"{note}; {gen.stopped}: feasible, not proven optimal"])
     return dataclasses.replace(
         master, x=x, reduced_costs=canon.c - canon.A.T @ master.row_duals, blocks=canon.blocks,
-        objective=canon.objective_value(x),
-        notes=[*master.notes, (f"column generation: {gen.rounds} master LPs, {active} of {cols.stop - cols.start} "
-                               f"columns of block {block!r} priced in")],
+        objective=canon.objective_value(x), notes=[*master.notes, note],
     )
 
 

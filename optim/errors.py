@@ -31,3 +31,8 @@ class LicenseLimitError(OptimError):
 
 class SolverFailedError(OptimError):
     """The solver stopped with an error; the solver's own text is in the message."""
+
+
+class NoSolutionError(OptimError, ValueError):
+    """A value was asked of a result without a solution (infeasible, time limit without
+    a point, ...); the message names the backend and the status."""

@@ -8,7 +8,7 @@ from enum import Enum
 
 import numpy as np
 
-from .errors import LicenseLimitError, SolverFailedError
+from .errors import LicenseLimitError, NoSolutionError, SolverFailedError
 from .model import VarBlock
 
 
@@ -89,7 +89,7 @@ class Result:
     def value(self, name: str) -> np.ndarray:
         """Values of variable block ``name`` in its own shape."""
         if self.x is None:
-            raise ValueError(f"{self.backend}: no solution ({self.status}): {self.message}")
+            raise NoSolutionError(f"{self.backend}: no solution ({self.status}): {self.message}")
         block = self.blocks[name]
         return self.x[block.columns].reshape(block.shape)
 

@@ -25,7 +25,7 @@ from .errors import CapabilityError
 from .model import CanonicalModel, Model
 from .options import SolveOptions
 from .result import Result, Status
-from .solve import solve
+from .solve import checked, solve
 
 #: default share of a model (changes / (columns + rows)) above which a session solves cold
 MAX_CHANGE = 0.25
@@ -91,4 +91,4 @@ class Session:
         result.timings.build = canon.build_seconds
         result.blocks = canon.blocks
         result.first_order = self.backend.first_order
-        return result.raise_for_status() if check else result
+        return checked(result, canon) if check else result

@@ -68,9 +68,15 @@ def solve(
     result.timings.build = canon.build_seconds
     result.blocks = canon.blocks
     result.first_order = be.first_order
-    if check and result.status is Status.LICENSE_LIMIT:
-        free = [b for b in backends_with(needs) if "gurobi" not in b.lower()]
+    return checked(result, canon) if check else result
+
+
+def checked(result: Result, model: CanonicalModel) -> Result:
+    """``result`` of ``model``, raising for a license refusal (naming a free backend that
+    can solve it) or a solver error."""
+    if result.status is Status.LICENSE_LIMIT:
+        free = [b for b in backends_with(model.required_capabilities()) if "gurobi" not in b.lower()]
         raise LicenseLimitError(
             f"{result.message}. Solve it with {free[0] if free else 'highs'} (free) instead."
         )
-    return result.raise_for_status() if check else result
+    return result.raise_for_status()

@@ -10,10 +10,25 @@ from hypothesis import strategies as st
 from test_gavel_programs import rich_problems
 
 from allocators import make_policy
-from formulations import JobPairs, allocation_violations, max_min_fairness, max_sum_throughput, min_total_duration
+from formulations import (
+    JobPairs,
+    allocation_violations,
+    max_min_fairness,
+    max_sum_throughput,
+    min_total_duration,
+)
 from formulations.pair_generation import solve_packed, with_pairs
-from optim import ModelError, SolveOptions, solve
-from optim.column_generation import PRICING_TOL
+from optim import (
+    LicenseLimitError,
+    ModelError,
+    NoSolutionError,
+    Result,
+    SolveOptions,
+    Status,
+    column_generation,
+    solve,
+)
+from optim.column_generation import PRICING_TOL, Generation, solve_by_column_generation
 
 BUILDS = {
     "max_min_fairness_packed": lambda p: max_min_fairness.build(p, "packed"),
@@ -120,3 +135,53 @@ def test_with_pairs_keeps_the_chosen_pairs_in_order():
     sub = with_pairs(problem, chosen).job_pairs()
     assert list(sub.first) == list(problem.pairs.first[chosen])
     assert np.array_equal(sub.rates, problem.pairs.rates[chosen])
+
+
+def late_clock(monkeypatch):
+    """The column-generation loop's clock jumps an hour at every reading."""
+    ticks = iter(range(0, 10**9, 3600))
+    monkeypatch.setattr(column_generation, "_clock", lambda: float(next(ticks)))
+
+
+def test_the_time_limit_ends_generation_with_a_feasible_unproven_allocation(monkeypatch):
+    late_clock(monkeypatch)
+    problem = _problem()
+    build = BUILDS["max_min_fairness_packed"]
+    restricted, model, result, info = solve_packed(problem, build, "highs", SolveOptions(time_limit=60.0))
+    assert result.status is Status.TIME_LIMIT and result.bound is None and info.rounds == 1
+    assert info.fallback is None and "not proven optimal" in result.notes[-1]
+    assert model.canonical().max_violation(result.x) < 1e-7
+    assert result.objective <= _full_objective(problem, build) + 1e-9
+
+
+def test_a_license_refusal_of_the_master_is_raised_not_met_again_by_the_full_lp(monkeypatch):
+    import formulations.pair_generation as pair_generation
+
+    calls = []
+
+    def refuse(master, pricer, backend, options, max_rounds=200):
+        calls.append(master.num_vars)
+        refused = Result(Status.LICENSE_LIMIT, backend.spec, message="too large")
+        return Generation(refused, 1, 0, "master 1 is license_limit")
+
+    monkeypatch.setattr(pair_generation, "generate_columns", refuse)
+    with pytest.raises(LicenseLimitError, match="too large"):
+        solve_packed(_problem(), BUILDS["max_min_fairness_packed"], "highs", SolveOptions())
+    assert len(calls) == 1
+
+
+def test_explicit_column_generation_stops_at_the_time_limit(monkeypatch):
+    late_clock(monkeypatch)
+    problem = _problem()
+    model = max_min_fairness.build(problem, "packed")
+    x = model.blocks["x"]
+    singles = np.zeros(x.shape, dtype=bool)
+    singles[: problem.num_jobs] = True
+    result = solve_by_column_generation(model, "highs", SolveOptions(time_limit=60.0), block="x", initial=singles)
+    assert result.status is Status.TIME_LIMIT and "not proven optimal" in result.notes[-1]
+    assert model.canonical().max_violation(result.x) < 1e-7
+
+
+def test_a_master_without_a_point_at_the_time_limit_leaves_no_allocation():
+    with pytest.raises(NoSolutionError, match="no solution"):
+        make_policy("max_min_fairness_packed", options=SolveOptions(time_limit=1e-9)).allocate(_problem())

@@ -2,11 +2,11 @@
 
 The delta is applied literally: dropped columns and rows are removed, new ones added,
 and costs, bounds, row sides and coefficients changed; Gurobi then decides whether the
-last basis is worth keeping. Measured on a 500-job max-min LP: after an arrival it
-re-optimizes from the basis (4 simplex iterations, 1.3 ms against 5 ms cold); after a
-departure it solves afresh (190 iterations, as cold), and keeping the departed job's
-columns and rows inert instead (fixed at 0, non-binding), as :mod:`.highs_live` does,
-made it slower (355 iterations), so they are removed. Gurobi has no ranged rows: a row
+last basis is worth keeping. Counted on a 500-job max-min LP: after an arrival it
+re-optimizes from the basis (4 simplex iterations against 190 cold); after a departure
+it solves afresh (190 iterations, as cold), and keeping the departed job's columns and
+rows inert instead (fixed at 0, non-binding), as :mod:`.highs_live` does, took more
+(355 iterations), so they are removed. Gurobi has no ranged rows: a row
 with two finite, distinct sides is two one-sided constraints (as in
 :func:`.base.split_rows`); a row whose sides change is replaced whole. The calls that
 change single coefficients loop over the delta's entries, which is the size of the
