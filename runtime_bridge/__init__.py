@@ -1,6 +1,7 @@
 """Running training jobs for real: a lease-aware iterator for any PyTorch training loop,
 reference workloads (small ResNet, Transformer LM, recommendation model) on synthetic
-data, and a profiler that measures their throughput table on the hardware at hand.
+data, a profiler that measures their throughput table on the hardware at hand, and a
+Ray executor that runs the simulator's round plans with them.
 
 Names are imported on first use: ``LeaseIterator`` needs no PyTorch; the rest need the
 ``runtime`` extra (``pip install -e ".[runtime]"``).
@@ -17,6 +18,8 @@ _HOME = {
     "make_workload": "workloads",
     "train_lease": "training",
     "ProfileError": "profiler", "profile": "profiler", "resolve_device": "profiler",
+    "reference_workload": "job_map", "workload_spec": "job_map",
+    "LeaseRecord": "ray_executor", "RayExecutor": "ray_executor",
 }
 
 __all__ = sorted(_HOME)

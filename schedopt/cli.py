@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import typer
 from rich import box
 from rich.console import Console
@@ -424,6 +425,80 @@ def _table_for(workload, trace: Path, builtin):
         return builtin
     err.print(f"throughputs: {found} (found near the trace; --throughputs FILE to choose another)", soft_wrap=True)
     return read_gavel_json(found)
+
+
+@app.command("run")
+@user_errors
+def run_command(
+    trace: Path = typer.Option(..., help="Job trace (Gavel's 10-column or legacy 7-column format)."),
+    policy: str = typer.Option("max_min_fairness_perf", help="Policy name (see `schedopt policies`)."),
+    solver: str = typer.Option("auto", help="auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | "
+                                             "gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
+    cluster: str | None = typer.Option(None, help=(
+        "GPUs per worker type \\[default: the table's first worker type with --slots GPUs]")),
+    throughputs: Path | None = typer.Option(None, help=(
+        "Throughput table in Gavel's JSON format, e.g. from `schedopt profile` \\[default: built-in].")),
+    address: str | None = typer.Option(None, help="Address of a running Ray cluster \\[default: start Ray here]."),
+    time_scale: float = typer.Option(0.01, help=(
+        "Wall-clock seconds a lease trains per simulated second; its steps are credited / time scale, "
+        "at most the planned steps.")),
+    slots: int | None = typer.Option(None, help=(
+        "GPU slots of the local Ray (emulated on CPUs where there is no GPU) \\[default: the cluster's GPUs].")),
+    model_size: str = typer.Option("tiny", help="tiny | small | base: the reference models standing in for the jobs."),
+    round_length: float = typer.Option(360.0, "--round", help="Round length in simulated seconds."),
+    out: Path | None = typer.Option(None, help=(
+        "Write jobs.csv, timeline.csv, solves.csv, summary.json and the jobs' checkpoints/ into DIR.")),
+) -> None:
+    """Run a trace for real: the simulator's rounds, each leased job training a reference PyTorch model in a Ray
+    task that holds its GPUs; reports what `simulate` does plus measured against table steps/s per job."""
+    try:
+        from runtime_bridge.ray_executor import RayExecutor
+        from runtime_bridge.workloads import MODEL_SIZES
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("torch", "ray"):
+            raise
+        raise ValueError('run needs PyTorch and Ray: pip install -e ".[runtime]"') from None
+    import tempfile
+
+    from simulator.engine import Engine
+    from simulator.workload import build_workload
+
+    if model_size not in MODEL_SIZES:
+        raise ValueError(f"--model-size {model_size!r}: expected one of {', '.join(MODEL_SIZES)}")
+    if address is not None and slots is not None:
+        raise ValueError("--slots is for a local Ray; the cluster at --address brings its own GPUs or slots")
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: exists and is not a directory")
+    jobs = read_trace(trace)
+    if jobs.adaptive:
+        raise ValueError(f"{trace}: jobs that adapt their batch size (accordion / gns) cannot run for real yet")
+    table = read_gavel_json(throughputs) if throughputs else _table_for(jobs, trace, example_table())
+    spec = parse_cluster(cluster or f"{table.worker_types[0]}={slots or 1}")
+    workload = build_workload(jobs, spec, table)
+    pol = make_policy(policy, default_solver(policy) if solver == "auto" else solver)
+    if pol.uses_pairs:
+        raise ValueError(f"policy {policy!r} co-locates jobs on shared GPUs, which run does not support yet")
+    config = SimulationConfig(round_length=round_length)
+    with tempfile.TemporaryDirectory(prefix="schedopt-run-") as scratch:
+        folder = out / "checkpoints" if out is not None else Path(scratch)
+        with RayExecutor(jobs.job_types, folder, time_scale=time_scale, model_size=model_size, address=address,
+                         slots=slots or int(spec.gpus.sum())) as executor:
+            if int(spec.gpus.sum()) > executor.capacity:
+                raise ValueError(f"cluster {spec} has {int(spec.gpus.sum())} GPUs; the Ray cluster holds "
+                                 f"{executor.capacity} {'GPUs' if executor.uses_gpus else 'slots'}")
+            result = Engine(workload, pol, config, executor=executor).run()
+            measured = executor.measured_rates()
+    most = np.argmax(np.stack([result.jobs[f"gpu_seconds_{t}"] for t in spec.worker_types], axis=1), axis=1)
+    listed = workload.rates[np.arange(workload.num_jobs), most]
+    result.jobs.update(measured_steps_per_second=measured, table_steps_per_second=listed,
+                       measured_over_table=np.divide(measured, listed, out=np.full(listed.shape, np.nan),
+                                                     where=listed > 0))
+    result.summary.update(executor="ray", time_scale=time_scale, model_size=model_size)
+    _print_summary(result.summary)
+    console.print(f"leases failed: {result.summary['failed_leases']}; jobs failed: {result.summary['jobs_failed']}")
+    if out is not None:
+        for path in result.write(out):
+            console.print(f"wrote {path}")
 
 
 class _progress_bar:

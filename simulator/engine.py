@@ -15,6 +15,11 @@ Each pass of the loop is one round boundary at simulated time t:
 5. the clock moves to the latest end among the dispatched rows (a round is shorter when
    everything finishes early), or to the next arrival when nothing could run.
 
+Step 1 credits what the engine's :class:`~simulator.executor.Executor` reports for the
+round's leases: by default (:class:`~simulator.executor.SimulatedExecutor`) the planned
+steps; a failed lease credits none, and a job with ``MAX_FAILED_LEASES`` failed leases
+leaves as failed (not completed; its reason is in the run's notes).
+
 Two behaviours of the published simulator are defects and are reproduced only with
 ``gavel_compat=True``: GPUs counted for a job that has no allocation yet (it arrived since
 the last solve) then sit idle instead of running it; and the first round after an idle gap
@@ -38,6 +43,7 @@ from optim import OptimError
 
 from .adaptive import AdaptiveJobs
 from .combos import Combos
+from .executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor
 from .mechanism import Mechanism
 from .metrics import RunRecord, SimulationResult, summarize
 from .placement import Placement
@@ -106,10 +112,14 @@ def type_order(workload: Workload) -> list[int]:
 
 
 class Engine:
+    """Runs ``workload`` under ``policy``; ``executor`` runs each round's leases
+    (default: :class:`SimulatedExecutor`, every planned step done)."""
+
     def __init__(self, workload: Workload, policy: Policy, config: SimulationConfig | None = None,
-                 prices: np.ndarray | None = None):
+                 prices: np.ndarray | None = None, executor: Executor | None = None):
         self.w = workload
         self.prices = prices
+        self.executor = executor or SimulatedExecutor()
         self.policy = policy
         self.config = config or SimulationConfig()
         cfg, n = self.config, len(workload.cluster.worker_types)
@@ -354,9 +364,10 @@ class Engine:
         return _Round(now, rows, types, scale, finish, jobs, job_row, steps, upfront, charge)
 
     def _finish_round(self, run: _Round, start: float, rec: RunRecord) -> tuple[np.ndarray, bool]:
-        """Credit the round that just ended; returns the jobs that finished and whether a
-        job changed its batch size. A job is in at most one row of a round and a row runs on
-        one type, so plain fancy-index updates are exact.
+        """Credit the round that just ended with the steps the executor reports; returns the
+        jobs that finished (completed, forced or failed) and whether a job changed its batch
+        size. A job is in at most one row of a round and a row runs on one type, so plain
+        fancy-index updates are exact.
 
         With ``gavel_compat`` the checkpoint/restore overhead follows the published
         Shockwave simulator: taken after the round from a resumed job that ran more than
@@ -367,8 +378,12 @@ class Engine:
         gpu_seconds = seconds * run.scale
         rec.busy_gpu_seconds += np.bincount(run.types, weights=gpu_seconds, minlength=rec.busy_gpu_seconds.size)
         jobs, r = run.jobs, run.job_row
-        steps = run.job_steps
         ran = seconds[r] - run.upfront
+        leases = Leases(run.start, jobs, run.types[r], run.scale[r], run.job_steps,
+                        run.finish[r] - run.start - run.upfront)
+        outcome = self.executor.execute(leases)
+        outcome.check(leases)
+        steps = outcome.steps
         if run.charge.any():
             late = run.charge & (ran > cfg.round_length - 5.0) & (ran > 0)
             kept = np.where(late, (ran - cfg.overhead) / np.where(ran > 0, ran, 1.0), 1.0)
@@ -379,7 +394,8 @@ class Engine:
         rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
         complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
         forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs])
-        switched = self.jobs.after_round(jobs[~(complete | forced)], rec.steps)
+        dead = self._count_failures(jobs, outcome.failed, rec) & ~(complete | forced)
+        switched = self.jobs.after_round(jobs[~(complete | forced | dead)], rec.steps)
         if switched.size:  # the published rules round progress up to whole epochs: maybe the last
             complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
             forced &= ~complete
@@ -389,12 +405,28 @@ class Engine:
             rec.finish[finished] = run.finish[r[done]]
             rec.done[finished] = True
             rec.forced[jobs[forced]] = True
+        if dead.any():
+            self._end_failed(jobs[dead], outcome.reasons, rec)
+            finished = np.concatenate([finished, jobs[dead]])
         if switched.size:
             rows = self.single_row[switched]
             self.combos.rates[rows, :, 0] = self.jobs.rates[switched]
             self.combos.can_run[rows] = self.jobs.rates[switched] > 0
             self.combos.changed()
         return finished, bool(switched.size)
+
+    def _count_failures(self, jobs: np.ndarray, failed: np.ndarray, rec: RunRecord) -> np.ndarray:
+        """Count the round's failed leases; which of ``jobs`` have had too many."""
+        if not failed.any():
+            return failed
+        rec.failed_leases[jobs[failed]] += 1
+        return failed & (rec.failed_leases[jobs] >= MAX_FAILED_LEASES)
+
+    def _end_failed(self, jobs: np.ndarray, reasons, rec: RunRecord) -> None:
+        """Mark ``jobs`` failed, each with its last lease's failure in the notes."""
+        rec.failed[jobs] = True
+        for job in jobs.tolist():
+            rec.notes[f"job {job} failed after {MAX_FAILED_LEASES} failed leases; last: {reasons[job]}"] = None
 
 
 @dataclass(frozen=True)

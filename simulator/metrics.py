@@ -50,6 +50,8 @@ class RunRecord:
     isolated_runtime: np.ndarray
     runtime: np.ndarray
     forced: np.ndarray
+    failed_leases: np.ndarray
+    failed: np.ndarray
     extensions: int = 0
     extensions_possible: int = 0
     solve_log: list[tuple] = field(default_factory=list)
@@ -69,6 +71,7 @@ class RunRecord:
             iso_a=np.where(fits, workload.rates * W / s, 0.0).sum(axis=1),
             iso_b=np.where(fits, W / s, 0.0).sum(axis=1), isolated_runtime=isolated_runtime,
             runtime=np.zeros(J), forced=np.zeros(J, dtype=bool),
+            failed_leases=np.zeros(J, dtype=np.int64), failed=np.zeros(J, dtype=bool),
         )
 
     def log_solve(self, now: float, jobs: int, seconds: float, timings: dict | None = None) -> None:
@@ -198,6 +201,7 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         **{f"gpu_seconds_{t}": rec.gpu_seconds[:, j] for j, t in enumerate(types)},
         "preemptions": rec.preemptions, "lease_extensions": rec.lease_extensions,
         "steps_done": rec.steps, "total_steps": tr.total_steps, "in_window": in_window,
+        "failed_leases": rec.failed_leases, "failed": rec.failed,
     }
     timeline = {"start": tl[:, 0], "end": tl[:, 1],
                 **{f"busy_{t}": tl[:, 2 + j].astype(np.int64) for j, t in enumerate(types)},
@@ -217,6 +221,7 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         "overhead": config.overhead, "seed": config.seed, "gavel_compat": config.gavel_compat,
         "window": list(config.window) if config.window else None,
         "jobs": int(workload.num_jobs), "jobs_completed": int(done.sum()), "window_jobs_completed": int(win.sum()),
+        "jobs_failed": int(rec.failed.sum()), "failed_leases": int(rec.failed_leases.sum()),
         "average_jct": float(jct[done].mean()) if done.any() else math.nan,
         "average_jct_window": float(jct[win].mean()) if win.any() else math.nan,
         "makespan": makespan,

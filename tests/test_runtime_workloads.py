@@ -96,8 +96,7 @@ def test_bad_workload_specs_are_named():
 
 def test_train_lease_stops_at_the_deadline():
     report = train_lease(make_workload("resnet", 4, "tiny"), seconds=0.3)
-    assert report.reason == "deadline" and report.steps > 0
-    assert report.seconds < 0.3 + 0.5  # the last step may run slower than the one before (exact: the lease tests)
+    assert report.reason == "deadline" and report.steps > 0  # where it stops exactly: the lease tests' fake clock
 
 
 def test_the_profiled_table_reads_back(tmp_path):

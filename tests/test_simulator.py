@@ -14,6 +14,7 @@ from schedopt.cli import app
 from simulator.cluster import parse_cluster
 from simulator.engine import Engine, SimulationConfig
 from simulator.example_table import example_table
+from simulator.executor import MAX_FAILED_LEASES, LeaseResults, SimulatedExecutor
 from simulator.generator import generate_trace
 from simulator.metrics import isolated_finish
 from simulator.simulate import simulate
@@ -223,3 +224,68 @@ def test_isolated_finish_integrates_the_share_over_the_recorded_intervals():
     # job 0: 2 steps by t=2, 8 more at 2/s -> t=6; job 1 starts at the next interval (t=2),
     # 4 steps at 2/s -> t=4; job 2: 18 steps by t=10, 12 more alone at 2/s -> t=16
     np.testing.assert_allclose(finish, [6.0, 4.0, 16.0])
+
+
+class Recording(SimulatedExecutor):
+    """The simulated executor, keeping every round's leases; ``fail(job, round)`` fails some."""
+
+    def __init__(self, fail=lambda job, lease: False):
+        self.leases, self.fail, self.count = [], fail, {}
+
+    def execute(self, leases):
+        self.leases.append(leases)
+        failed = np.zeros(leases.jobs.size, dtype=bool)
+        for i, job in enumerate(leases.jobs.tolist()):
+            self.count[job] = self.count.get(job, 0) + 1
+            failed[i] = self.fail(job, self.count[job])
+        steps = np.where(failed, 0, leases.steps)
+        return LeaseResults(steps, failed, {int(j): "injected" for j in leases.jobs[failed]})
+
+
+def run_with(executor, jobs=6, seed=2):
+    table = example_table()
+    trace = generate_trace(table, jobs, seed=seed, lam=600.0, multi_gpu=True)
+    w = build_workload(trace, parse_cluster("v100=2,p100=2,k80=2"), table)
+    return Engine(w, make_policy("max_min_fairness_perf", "clarabel"), SimulationConfig(), executor=executor).run()
+
+
+def test_an_executor_that_does_the_planned_steps_changes_nothing():
+    plain, recorder = run_with(None), Recording()
+    recorded = run_with(recorder)
+    for name, column in plain.jobs.items():
+        np.testing.assert_array_equal(recorded.jobs[name], column, err_msg=name)
+    for name, column in plain.timeline.items():
+        np.testing.assert_array_equal(recorded.timeline[name], column, err_msg=name)
+    leases = recorder.leases[0]
+    assert leases.start == 0.0 and (leases.steps >= 1).all() and (leases.seconds > 0).all()
+    assert (leases.seconds <= SimulationConfig().round_length).all()
+    assert plain.summary["jobs_failed"] == plain.summary["failed_leases"] == 0
+    assert not plain.jobs["failed"].any()
+
+
+def test_failed_leases_credit_nothing_and_the_job_resumes():
+    plain = run_with(None)
+    res = run_with(Recording(lambda job, lease: job == 0 and lease <= 2))
+    assert res.summary["jobs_completed"] == res.summary["jobs"]
+    assert res.jobs["failed_leases"].tolist() == [2] + [0] * (res.summary["jobs"] - 1)
+    assert res.jobs["steps_done"].tolist() == res.jobs["total_steps"].tolist()
+    assert res.jobs["finish"][0] > plain.jobs["finish"][0]
+
+
+def test_a_job_with_too_many_failed_leases_ends_failed_with_its_reason():
+    recorder = Recording(lambda job, lease: job == 1)
+    res = run_with(recorder)
+    assert recorder.count[1] == MAX_FAILED_LEASES
+    assert res.summary["jobs_failed"] == 1 and res.summary["jobs_completed"] == res.summary["jobs"] - 1
+    assert res.jobs["failed"].tolist() == [False, True] + [False] * (res.summary["jobs"] - 2)
+    assert np.isnan(res.jobs["finish"][1]) and res.jobs["steps_done"][1] == 0
+    assert f"job 1 failed after {MAX_FAILED_LEASES} failed leases; last: injected" in res.summary["notes"]
+
+
+def test_results_that_do_not_fit_the_leases_are_refused():
+    class Greedy(SimulatedExecutor):
+        def execute(self, leases):
+            return LeaseResults(leases.steps + 1, np.zeros(leases.jobs.size, dtype=bool))
+
+    with pytest.raises(ValueError, match="outside"):
+        run_with(Greedy())

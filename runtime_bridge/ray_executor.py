@@ -1,0 +1,212 @@
+"""Round plans executed for real: every leased job of a round trains its reference
+workload in a Ray task that holds exactly the job's GPUs.
+
+Each trace job stands for a reference workload (:func:`~runtime_bridge.job_map.workload_spec`
+of its job type, seeded with its job id); its state lives in ``job-<id>.pt`` in the
+checkpoint folder. For a round, every lease becomes one Ray task, all submitted together
+and awaited together: the task resumes the job from its checkpoint, trains at most the
+planned steps for at most ``lease seconds x time_scale`` of wall clock
+(:func:`~runtime_bridge.training.train_lease`), saves the checkpoint and reports the steps
+it trained and their seconds. A task holds ``num_gpus=<scale>`` on a Ray cluster with
+GPUs and else ``resources={"slot": <scale>}``, emulated GPU slots, with that many CPU
+threads. A job of several GPUs trains in one process on the first of its GPUs for now
+(data parallelism inside a lease is a follow-up). Space-sharing policies (two jobs on the
+same GPUs) are not supported.
+
+Credit (the published systems' fast-forwarding): a lease ran ``time_scale`` times the
+simulated lease's length, and is counted as if it had run the whole simulated lease at
+the speed measured: ``credited = min(planned, round(trained / time_scale))``. With time
+scale 1 that is the steps trained, capped at the plan.
+
+A lease fails when its task raises (the reason is the exception), its worker dies (killed,
+out of memory, node lost) or it does not end within its wall budget plus ``grace``
+seconds (the task is then cancelled). A failed lease credits nothing; the job's checkpoint
+is the one its last successful lease saved (saves are atomic), so its next lease resumes
+there. While a lease runs, ``job-<id>.pid`` in the checkpoint folder holds its worker's
+process id (left behind when the worker dies).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import ray
+import ray.exceptions
+import torch
+
+from simulator.executor import Executor, LeaseResults, Leases
+
+from .job_map import workload_spec
+from .training import train_lease
+from .workloads import WorkloadSpec, make_workload
+
+#: what ``ray.get`` raises for a lease that failed
+LEASE_FAILURES = (
+    ray.exceptions.RayTaskError,
+    ray.exceptions.WorkerCrashedError,
+    ray.exceptions.NodeDiedError,
+    ray.exceptions.OutOfMemoryError,
+    ray.exceptions.TaskCancelledError,
+    ray.exceptions.ObjectLostError,
+)
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """One lease as it ran: the round (from 1), its simulated start, the job, its GPUs,
+    the planned steps, the step counter it resumed from and the steps trained in
+    ``seconds`` of wall clock (None / 0 when it failed), the steps credited, and why it
+    failed ("" when it did not)."""
+
+    round: int
+    start: float
+    job: int
+    gpus: int
+    planned: int
+    start_step: int | None
+    trained: int
+    seconds: float
+    credited: int
+    reason: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.reason)
+
+
+def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str, threads: int,
+           marker: str) -> tuple[int, int, float]:
+    """One lease in a Ray worker: (step counter resumed from, steps trained, their seconds)."""
+    Path(marker).write_text(f"{os.getpid()}\n")
+    try:
+        torch.set_num_threads(threads)
+        workload = make_workload(**spec, device=device)
+        report = train_lease(workload, steps=steps, seconds=seconds, checkpoint=checkpoint)
+    finally:
+        Path(marker).unlink(missing_ok=True)
+    return report.start_step, report.steps, report.seconds
+
+
+_train_remote = ray.remote(max_retries=0)(_train)
+
+
+class RayExecutor(Executor):
+    """Runs each round's leases as Ray tasks (see the module docstring).
+
+    ``job_types``: the trace's job type per job id; ``checkpoints``: the folder of the jobs'
+    checkpoints. Ray is started locally with ``slots`` emulated GPU slots (and as many
+    CPUs) unless it is already running in this process or ``address`` names a cluster;
+    :meth:`close` (or leaving the ``with`` block) stops a Ray this executor started.
+    ``spec(job_type, model_size, job_id)`` picks each job's workload."""
+
+    def __init__(self, job_types: Sequence[str], checkpoints: str | os.PathLike, *, time_scale: float = 0.01,
+                 model_size: str = "tiny", address: str | None = None, slots: int = 1, grace: float = 120.0,
+                 spec: Callable[[str, str, int], WorkloadSpec] = workload_spec):
+        if not time_scale > 0:
+            raise ValueError(f"time scale must be > 0, got {time_scale}")
+        if slots < 1:
+            raise ValueError(f"slots must be >= 1, got {slots}")
+        self.specs = [spec(job_type, model_size, job) for job, job_type in enumerate(job_types)]
+        self.folder = Path(checkpoints)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.time_scale = time_scale
+        self.grace = grace
+        self.started = False
+        if not ray.is_initialized():
+            quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
+            if address is None:
+                ray.init(num_cpus=slots, resources={"slot": slots}, include_dashboard=False, **quiet)
+            else:
+                ray.init(address=address, **quiet)
+            self.started = True
+        resources = ray.cluster_resources()
+        self.uses_gpus = resources.get("GPU", 0) > 0
+        self.capacity = int(resources.get("GPU" if self.uses_gpus else "slot", 0))
+        if self.capacity == 0:
+            self.close()
+            raise ValueError("the Ray cluster has neither GPUs nor 'slot' resources to lease")
+        self.log: list[LeaseRecord] = []
+        self.rounds = 0
+
+    def checkpoint(self, job: int) -> Path:
+        """The checkpoint file of trace job ``job``."""
+        return self.folder / f"job-{job}.pt"
+
+    def marker(self, job: int) -> Path:
+        """The file holding the worker pid of ``job``'s running lease."""
+        return self.folder / f"job-{job}.pid"
+
+    def execute(self, leases: Leases) -> LeaseResults:
+        self.rounds += 1
+        n = leases.jobs.size
+        if int(leases.gpus.sum()) > self.capacity:
+            raise ValueError(f"round {self.rounds} leases {int(leases.gpus.sum())} GPUs; the Ray cluster has "
+                             f"{self.capacity} {'GPUs' if self.uses_gpus else 'slots'}")
+        budgets = leases.seconds * self.time_scale
+        refs = [self._submit(int(job), int(gpus), int(steps), float(budget))
+                for job, gpus, steps, budget in zip(leases.jobs, leases.gpus, leases.steps, budgets)]
+        timeout = float(budgets.max()) + self.grace if n else 0.0
+        ready, late = ray.wait(refs, num_returns=n, timeout=timeout) if n else ([], [])
+        for ref in late:
+            ray.cancel(ref, force=True)
+        ended = set(ready)
+        steps, failed, reasons = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), {}
+        for i, ref in enumerate(refs):
+            job, planned = int(leases.jobs[i]), int(leases.steps[i])
+            record = {"round": self.rounds, "start": leases.start, "job": job, "gpus": int(leases.gpus[i]),
+                      "planned": planned}
+            reason = "" if ref in ended else f"lease did not end within {timeout:.1f} s (cancelled)"
+            if not reason:
+                try:
+                    start_step, trained, seconds = ray.get(ref)
+                except LEASE_FAILURES as exc:
+                    reason = _reason(exc)
+            if reason:
+                failed[i], reasons[job] = True, reason
+                self.log.append(LeaseRecord(**record, start_step=None, trained=0, seconds=0.0, credited=0,
+                                            reason=reason))
+                continue
+            steps[i] = min(planned, round(trained / self.time_scale))
+            self.log.append(LeaseRecord(**record, start_step=start_step, trained=trained, seconds=seconds,
+                                        credited=int(steps[i])))
+        return LeaseResults(steps, failed, reasons)
+
+    def _submit(self, job: int, gpus: int, steps: int, seconds: float):
+        held = {"num_gpus": gpus} if self.uses_gpus else {"num_cpus": 0, "resources": {"slot": gpus}}
+        return _train_remote.options(**held).remote(
+            asdict(self.specs[job]), str(self.checkpoint(job)), steps, seconds, "cuda" if self.uses_gpus else "cpu",
+            gpus, str(self.marker(job)))
+
+    def measured_rates(self) -> np.ndarray:
+        """Steps/s each job trained at over its successful leases (NaN where none)."""
+        trained, seconds = np.zeros(len(self.specs)), np.zeros(len(self.specs))
+        for lease in self.log:
+            trained[lease.job] += lease.trained
+            seconds[lease.job] += lease.seconds
+        return np.divide(trained, seconds, out=np.full(trained.shape, np.nan), where=seconds > 0)
+
+    def close(self) -> None:
+        """Stop Ray if this executor started it."""
+        if self.started:
+            ray.shutdown()
+            self.started = False
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _reason(exc: Exception) -> str:
+    """One line on why a lease failed: the task's own exception, or how its worker died."""
+    cause = getattr(exc, "cause", None) if isinstance(exc, ray.exceptions.RayTaskError) else None
+    if cause is not None:
+        return f"{type(cause).__name__}: {cause}".splitlines()[0]
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")

@@ -1,0 +1,77 @@
+"""Who runs a round's leases: the contract between the engine and an executor.
+
+At the end of every round the engine hands its executor the round's :class:`Leases` (one
+entry per dispatched job, as parallel arrays) and credits the :class:`LeaseResults` it gets
+back: the steps each job actually did, and which leases failed and why. A failed lease
+credits no steps; a job whose leases failed :data:`MAX_FAILED_LEASES` times in all ends as
+failed. The simulated clock does not depend on the executor: a round lasts what the engine
+planned, whatever the executor reports.
+
+:class:`SimulatedExecutor` (the engine's default) does every planned step and never fails.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: failed leases after which a job ends as failed
+MAX_FAILED_LEASES = 5
+
+
+@dataclass(frozen=True)
+class Leases:
+    """One round's leases, dispatched at simulated time ``start``: per job (in the engine's
+    order) the trace job id, the worker type index, its GPUs (scale factor), the steps the
+    engine planned and the lease's seconds (the job's row's planned work time, checkpoint /
+    restore overhead excluded)."""
+
+    start: float
+    jobs: np.ndarray
+    types: np.ndarray
+    gpus: np.ndarray
+    steps: np.ndarray
+    seconds: np.ndarray
+
+
+@dataclass(frozen=True)
+class LeaseResults:
+    """Per lease (aligned with :class:`Leases`): steps done (int64, 0 where failed) and
+    whether the lease failed; ``reasons`` maps the job id of every failed lease to why."""
+
+    steps: np.ndarray
+    failed: np.ndarray
+    reasons: Mapping[int, str] = field(default_factory=dict)
+
+    def check(self, leases: Leases) -> None:
+        """Raise ValueError unless these results fit ``leases``: one entry per lease, steps
+        in [0, planned], no steps for a failed lease, a reason for each failed lease."""
+        n = leases.jobs.size
+        if self.steps.shape != (n,) or self.failed.shape != (n,):
+            raise ValueError(f"executor returned {self.steps.shape} steps and {self.failed.shape} failure flags "
+                             f"for {n} leases")
+        if ((self.steps < 0) | (self.steps > leases.steps)).any():
+            raise ValueError("executor credited steps outside [0, planned steps]")
+        if (self.steps[self.failed] != 0).any():
+            raise ValueError("executor credited steps to a failed lease")
+        missing = set(leases.jobs[self.failed].tolist()) - set(self.reasons)
+        if missing:
+            raise ValueError(f"executor gave no reason for the failed leases of jobs {sorted(missing)}")
+
+
+class Executor(ABC):
+    """Runs each round's leases; see the module docstring for the contract."""
+
+    @abstractmethod
+    def execute(self, leases: Leases) -> LeaseResults:
+        """Run (or account for) one round's leases and report what they did."""
+
+
+class SimulatedExecutor(Executor):
+    """Every lease does its planned steps: the pure simulation."""
+
+    def execute(self, leases: Leases) -> LeaseResults:
+        return LeaseResults(leases.steps, np.zeros(leases.steps.size, dtype=bool))

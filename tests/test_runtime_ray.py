@@ -1,0 +1,179 @@
+"""Round plans run for real: Ray tasks training tiny reference models on emulated GPU slots."""
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("torch")
+
+from allocators import make_policy  # noqa: E402
+from runtime_bridge.checkpoint import load_checkpoint  # noqa: E402
+from runtime_bridge.job_map import workload_spec  # noqa: E402
+from runtime_bridge.ray_executor import RayExecutor  # noqa: E402
+from schedopt.cli import app  # noqa: E402
+from simulator.cluster import parse_cluster  # noqa: E402
+from simulator.engine import Engine, SimulationConfig  # noqa: E402
+from simulator.executor import MAX_FAILED_LEASES, SimulatedExecutor  # noqa: E402
+from simulator.throughputs import ThroughputTable, write_gavel_json  # noqa: E402
+from simulator.traces import read_trace  # noqa: E402
+from simulator.workload import build_workload  # noqa: E402
+
+#: a round of 300 simulated seconds is a lease of at most 3 s; at the table's 0.01 steps/s it plans 3
+#: steps, which the tiny models train in far less, so leases end on their step budget
+ROUND, SCALE, RATE = 300.0, 0.01, 0.01
+
+#: (job type, scale factor, total steps, arrival)
+JOBS = [("ResNet-18 (batch size 8)", 1, 6, 0.0), ("Transformer (batch size 4)", 1, 9, 0.0),
+        ("Recommendation (batch size 64)", 2, 6, 150.0), ("LM (batch size 4)", 1, 9, 300.0)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, num_gpus=0, resources={"slot": 2}, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def write_jobs(folder, jobs, rate=RATE):
+    """A Gavel 10-column trace and a one-type (``cpu``) table giving every job ``rate`` steps/s."""
+    trace = folder / "jobs.trace"
+    trace.write_text("".join(f"{t}\tcmd\t\t--n\t0\t{steps}\t{s}\t1\t-1\t{arrival}\n" for t, s, steps, arrival in jobs))
+    keys = tuple(dict.fromkeys((t, s) for t, s, _, _ in jobs))
+    rates = np.array([[rate(t) if callable(rate) else rate] for t, _ in keys])
+    return read_trace(trace), ThroughputTable(("cpu",), keys, rates, np.full(rates.shape, np.nan))
+
+
+def run(trace, table, executor, round_length=ROUND):
+    w = build_workload(trace, parse_cluster("cpu=2"), table)
+    policy = make_policy("max_min_fairness_perf", "clarabel")
+    return Engine(w, policy, SimulationConfig(round_length=round_length), executor=executor).run()
+
+
+class Recording(SimulatedExecutor):
+    def __init__(self):
+        self.rounds = []
+
+    def execute(self, leases):
+        self.rounds.append((leases.start, leases.jobs.tolist(), leases.steps.tolist()))
+        return super().execute(leases)
+
+
+def by_round(log):
+    rounds = {}
+    for lease in log:
+        start, jobs, steps = rounds.setdefault(lease.round, (lease.start, [], []))
+        jobs.append(lease.job)
+        steps.append(lease.planned)
+    return [rounds[r] for r in sorted(rounds)]
+
+
+def test_job_types_map_to_reference_workloads():
+    assert workload_spec("ResNet-50 (batch size 64)", "tiny", 3) == workload_spec("x (batch size 64)", "tiny", 3)
+    assert workload_spec("LM (batch size 80)").name == "transformer"
+    assert workload_spec("Transformer (batch size 16)").batch_size == 16
+    assert workload_spec("Recommendation (batch size 512)", "small").model_size == "small"
+    assert workload_spec("A3C").batch_size == 32 and workload_spec("A3C").name == "resnet"
+
+
+def test_leases_train_for_real_on_the_simulated_schedule(tmp_path):
+    trace, table = write_jobs(tmp_path, JOBS)
+    recorder = Recording()
+    simulated = run(trace, table, recorder)
+    with RayExecutor(trace.job_types, tmp_path / "ckpt", time_scale=SCALE) as executor:
+        real = run(trace, table, executor)
+    assert real.summary["jobs_completed"] == 4 and real.summary["failed_leases"] == 0
+    assert by_round(executor.log) == recorder.rounds
+    assert all(lease.credited == lease.planned and lease.trained == lease.planned for lease in executor.log)
+    np.testing.assert_array_equal(real.jobs["finish"], simulated.jobs["finish"])
+    assert (executor.measured_rates() > RATE).all()
+    for job in range(4):
+        leases = [lease for lease in executor.log if lease.job == job]
+        assert [lease.start_step for lease in leases] == list(np.cumsum([0] + [le.trained for le in leases[:-1]]))
+        state = load_checkpoint(executor.checkpoint(job))
+        assert state["step"] == sum(lease.trained for lease in leases) == JOBS[job][2]
+        assert state["workload"]["seed"] == job
+
+
+def kill_second_lease(executor, job, stop, killed):
+    """SIGKILL the worker of ``job``'s lease that starts after its first successful one."""
+    marker = executor.marker(job)
+    while not stop.is_set():
+        if any(lease.job == job and not lease.failed for lease in list(executor.log)) and marker.exists():
+            pid = marker.read_text().strip()
+            if pid:
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(int(pid))
+                return
+        time.sleep(0.005)
+
+
+def test_a_killed_worker_fails_its_lease_and_the_job_resumes_from_its_checkpoint(tmp_path):
+    # in rounds of 60 s, job 0's leases are bounded by time (600 planned steps in 0.6 s), so
+    # it is still training when killed
+    jobs = [("ResNet-18 (batch size 16)", 1, 1800, 0.0), ("LM (batch size 4)", 1, 12, 0.0)]
+    trace, table = write_jobs(tmp_path, jobs, rate=lambda t: 10.0 if t.startswith("ResNet") else 0.05)
+    stop, killed = threading.Event(), []
+    with RayExecutor(trace.job_types, tmp_path / "ckpt", time_scale=SCALE) as executor:
+        watcher = threading.Thread(target=kill_second_lease, args=(executor, 0, stop, killed))
+        watcher.start()
+        try:
+            result = run(trace, table, executor, round_length=60.0)
+        finally:
+            stop.set()
+            watcher.join()
+    assert len(killed) == 1
+    leases = [lease for lease in executor.log if lease.job == 0]
+    assert not leases[0].failed and leases[1].failed and not leases[2].failed
+    assert "WorkerCrashedError" in leases[1].reason
+    assert leases[2].start_step == leases[0].start_step + leases[0].trained
+    assert result.summary["jobs_completed"] == 2 and result.jobs["failed_leases"].tolist() == [1, 0]
+    assert result.jobs["steps_done"][0] == 1800
+
+
+def test_a_job_whose_leases_keep_failing_ends_failed_with_the_reason(tmp_path):
+    trace, table = write_jobs(tmp_path, JOBS[:2])
+    with RayExecutor(trace.job_types, tmp_path / "ckpt", time_scale=SCALE) as executor:
+        executor.checkpoint(0).write_bytes(b"not a checkpoint")
+        result = run(trace, table, executor)
+    assert [lease.failed for lease in executor.log if lease.job == 0] == [True] * MAX_FAILED_LEASES
+    assert result.summary["jobs_failed"] == 1 and result.summary["jobs_completed"] == 1
+    assert result.jobs["failed"].tolist() == [True, False]
+    note = next(n for n in result.summary["notes"] if n.startswith("job 0 failed"))
+    assert f"after {MAX_FAILED_LEASES} failed leases; last: CheckpointError:" in note
+
+
+def test_cli_run_writes_the_simulate_outputs_with_measured_throughputs(tmp_path):
+    trace, table = write_jobs(tmp_path, JOBS[:2])
+    write_gavel_json(table, tmp_path / "table.json")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", "--trace", trace.source, "--throughputs", str(tmp_path / "table.json"),
+                                      "--policy", "fifo_perf", "--solver", "highs", "--cluster", "cpu=2",
+                                      "--round", str(ROUND), "--time-scale", str(SCALE), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs_completed"] == 2 and summary["executor"] == "ray"
+    header, *rows = (out / "jobs.csv").read_text().splitlines()
+    columns = header.split(",")
+    assert len(rows) == 2
+    for row in rows:
+        cells = dict(zip(columns, row.split(",")))
+        assert float(cells["table_steps_per_second"]) == RATE
+        assert float(cells["measured_steps_per_second"]) > RATE
+    assert (out / "checkpoints" / "job-1.pt").exists()
+
+
+def test_cli_run_without_ray_says_what_to_install(tmp_path, monkeypatch):
+    trace, _ = write_jobs(tmp_path, JOBS[:1])
+    monkeypatch.setitem(sys.modules, "ray", None)
+    monkeypatch.delitem(sys.modules, "runtime_bridge.ray_executor")
+    result = CliRunner().invoke(app, ["run", "--trace", trace.source])
+    assert result.exit_code == 2
+    assert 'pip install -e ".[runtime]"' in result.output
