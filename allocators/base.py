@@ -105,8 +105,8 @@ class Policy(ABC):
     def _solve_whole(self, model: Model) -> Result:
         """``model`` solved cold, or warm (``warm_resolve``, an LP, a backend that can)."""
         canon = model.canonical()
-        if not (self.warm_resolve and canon.required_capabilities() == {Capability.LP}
-                and Capability.INCREMENTAL in get_backend(self.solver).capabilities()):
+        if not (self.warm_resolve and Capability.INCREMENTAL in get_backend(self.solver).capabilities()
+                and canon.required_capabilities() == {Capability.LP}):
             return solve(canon, self.solver, self.options)
         session = self._sessions.get(canon.name)
         if session is None:

@@ -34,6 +34,7 @@ from simulator import (
 )
 from simulator.engine import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
+from simulator.files import write_atomically
 from simulator.reports import allocation_frame, check_output_path, write_allocation
 from simulator.simulate import EXAMPLE, default_solver
 from simulator.simulate import simulate as run_simulation
@@ -448,6 +449,10 @@ def run_command(
     round_length: float = typer.Option(360.0, "--round", help="Round length in simulated seconds."),
     out: Path | None = typer.Option(None, help=(
         "Write jobs.csv, timeline.csv, solves.csv, summary.json and the jobs' checkpoints/ into DIR.")),
+    compare_simulation: bool = typer.Option(False, "--compare-simulation", help=(
+        "Also simulate the trace with the same table and print the per-job and summary differences "
+        "(written to fidelity.csv).")),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on a terminal."),
 ) -> None:
     """Run a trace for real: the simulator's rounds, each leased job training a reference PyTorch model in a Ray
     task that holds its GPUs; reports what `simulate` does plus measured against table steps/s per job."""
@@ -486,7 +491,8 @@ def run_command(
             if int(spec.gpus.sum()) > executor.capacity:
                 raise ValueError(f"cluster {spec} has {int(spec.gpus.sum())} GPUs; the Ray cluster holds "
                                  f"{executor.capacity} {'GPUs' if executor.uses_gpus else 'slots'}")
-            result = Engine(workload, pol, config, executor=executor).run()
+            with _progress_bar(progress, "solves") as report:
+                result = Engine(workload, pol, config, executor=executor).run(report)
             measured = executor.measured_rates()
     most = np.argmax(np.stack([result.jobs[f"gpu_seconds_{t}"] for t in spec.worker_types], axis=1), axis=1)
     listed = workload.rates[np.arange(workload.num_jobs), most]
@@ -495,10 +501,37 @@ def run_command(
                                                      where=listed > 0))
     result.summary.update(executor="ray", time_scale=time_scale, model_size=model_size)
     _print_summary(result.summary)
-    console.print(f"leases failed: {result.summary['failed_leases']}; jobs failed: {result.summary['jobs_failed']}")
+    console.print(f"leases failed: {result.summary['failed_leases']} ({result.summary['redone_gpu_seconds']:,.0f} "
+                  f"GPU-seconds to redo); jobs failed: {result.summary['jobs_failed']}")
+    fidelity = None
+    if compare_simulation:
+        from runtime_bridge.fidelity import compare
+
+        simulated = Engine(build_workload(jobs, spec, table), make_policy(policy, pol.solver), config).run()
+        fidelity = compare(result, simulated)
+        result.summary.update(fidelity.summary_fields())
+        _print_fidelity(fidelity)
     if out is not None:
         for path in result.write(out):
             console.print(f"wrote {path}")
+        if fidelity is not None:
+            import pandas as pd
+
+            path = out / "fidelity.csv"
+            write_atomically(path, pd.DataFrame(fidelity.jobs).to_csv(index=False))
+            console.print(f"wrote {path}")
+
+
+def _print_fidelity(fidelity) -> None:
+    table = Table(title="real run against the simulator (real / simulated - 1)", box=box.SIMPLE)
+    for col in ("", "real", "simulated", "difference"):
+        table.add_column(col, justify="left" if not col else "right")
+    for label, (real, simulated, diff) in fidelity.summary.items():
+        fmt = "{:.1%}" if label == "utilization" else "{:,.1f}"
+        table.add_row(label, fmt.format(real), fmt.format(simulated), f"{diff:+.1%}")
+    table.add_row("per-job JCT |difference| (mean / max)", "", "",
+                  f"{fidelity.mean_abs_jct_difference:.1%} / {fidelity.max_abs_jct_difference:.1%}")
+    console.print(table)
 
 
 class _progress_bar:

@@ -52,6 +52,9 @@ class AdaptiveJobs:
         self.spe = np.ones(J, dtype=np.int64)
         self.adapts = np.zeros(J, dtype=bool)
         self.notes: dict[str, None] = {}
+        self._n = len(workload.cluster.worker_types)
+        self._cols = None if table is None else table.type_columns(workload.cluster.worker_types)
+        self._rows: dict[tuple[str, int, int], np.ndarray] = {}
         schedules = []
         ref = workload.reference_column
         for i, job_type in enumerate(tr.job_types):
@@ -90,17 +93,25 @@ class AdaptiveJobs:
     def _rates_at(self, model: str, batch_sizes: np.ndarray, scale: int) -> np.ndarray:
         """(len(batch_sizes), n) rates on the cluster's types; a row of NaN where the table
         has no entry for that batch size."""
-        types = self.workload.cluster.worker_types
+        if batch_sizes.size and (batch_sizes == batch_sizes[0]).all():  # static jobs: one lookup
+            return np.broadcast_to(self._rate_row(model, int(batch_sizes[0]), scale), (batch_sizes.size, self._n))
         distinct, which = np.unique(batch_sizes, return_inverse=True)
-        out = np.full((distinct.size, len(types)), np.nan)
-        if self.table is not None:
-            cols = self.table.type_columns(types)
-            for k, b in enumerate(distinct.tolist()):
+        return np.stack([self._rate_row(model, b, scale) for b in distinct.tolist()])[which]
+
+    def _rate_row(self, model: str, batch_size: int, scale: int) -> np.ndarray:
+        """Rates on the cluster's types of ``model`` at ``batch_size`` and ``scale`` (NaN
+        where the table has no entry), looked up once per key."""
+        key = (model, batch_size, scale)
+        row = self._rows.get(key)
+        if row is None:
+            row = np.full(self._n, np.nan)
+            if self.table is not None:
                 try:
-                    out[k] = self.table.isolated[self.table.index_of(job_type_at(model, b), scale), cols]
+                    row = self.table.isolated[self.table.index_of(job_type_at(model, batch_size), scale), self._cols]
                 except ValueError:
                     pass
-        return out[which]
+            self._rows[key] = row
+        return row
 
     def epochs_done(self, jobs: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Completed epochs of ``jobs`` with ``steps`` at their current batch size."""

@@ -394,7 +394,7 @@ class Engine:
         rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
         complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
         forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs])
-        dead = self._count_failures(jobs, outcome.failed, rec) & ~(complete | forced)
+        dead = self._count_failures(leases, outcome.failed, rec) & ~(complete | forced)
         switched = self.jobs.after_round(jobs[~(complete | forced | dead)], rec.steps)
         if switched.size:  # the published rules round progress up to whole epochs: maybe the last
             complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
@@ -415,11 +415,14 @@ class Engine:
             self.combos.changed()
         return finished, bool(switched.size)
 
-    def _count_failures(self, jobs: np.ndarray, failed: np.ndarray, rec: RunRecord) -> np.ndarray:
-        """Count the round's failed leases; which of ``jobs`` have had too many."""
+    def _count_failures(self, leases: Leases, failed: np.ndarray, rec: RunRecord) -> np.ndarray:
+        """Count the round's failed leases and the GPU-seconds they spent for nothing (the
+        work redone after a resume from the last checkpoint); which jobs have had too many."""
         if not failed.any():
             return failed
+        jobs = leases.jobs
         rec.failed_leases[jobs[failed]] += 1
+        rec.redone_gpu_seconds += float((leases.seconds[failed] * leases.gpus[failed]).sum())
         return failed & (rec.failed_leases[jobs] >= MAX_FAILED_LEASES)
 
     def _end_failed(self, jobs: np.ndarray, reasons, rec: RunRecord) -> None:

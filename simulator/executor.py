@@ -55,6 +55,8 @@ class LeaseResults:
                              f"for {n} leases")
         if ((self.steps < 0) | (self.steps > leases.steps)).any():
             raise ValueError("executor credited steps outside [0, planned steps]")
+        if not self.failed.any():
+            return
         if (self.steps[self.failed] != 0).any():
             raise ValueError("executor credited steps to a failed lease")
         missing = set(leases.jobs[self.failed].tolist()) - set(self.reasons)

@@ -54,6 +54,7 @@ class RunRecord:
     failed: np.ndarray
     extensions: int = 0
     extensions_possible: int = 0
+    redone_gpu_seconds: float = 0.0
     solve_log: list[tuple] = field(default_factory=list)
     notes: dict[str, None] = field(default_factory=dict)
     timeline: list[tuple] = field(default_factory=list)
@@ -222,6 +223,7 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         "window": list(config.window) if config.window else None,
         "jobs": int(workload.num_jobs), "jobs_completed": int(done.sum()), "window_jobs_completed": int(win.sum()),
         "jobs_failed": int(rec.failed.sum()), "failed_leases": int(rec.failed_leases.sum()),
+        "redone_gpu_seconds": rec.redone_gpu_seconds,
         "average_jct": float(jct[done].mean()) if done.any() else math.nan,
         "average_jct_window": float(jct[win].mean()) if win.any() else math.nan,
         "makespan": makespan,

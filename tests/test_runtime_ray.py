@@ -16,6 +16,7 @@ pytest.importorskip("torch")
 
 from allocators import make_policy  # noqa: E402
 from runtime_bridge.checkpoint import load_checkpoint  # noqa: E402
+from runtime_bridge.fidelity import compare  # noqa: E402
 from runtime_bridge.job_map import workload_spec  # noqa: E402
 from runtime_bridge.ray_executor import RayExecutor  # noqa: E402
 from schedopt.cli import app  # noqa: E402
@@ -136,6 +137,7 @@ def test_a_killed_worker_fails_its_lease_and_the_job_resumes_from_its_checkpoint
     assert leases[2].start_step == leases[0].start_step + leases[0].trained
     assert result.summary["jobs_completed"] == 2 and result.jobs["failed_leases"].tolist() == [1, 0]
     assert result.jobs["steps_done"][0] == 1800
+    assert result.summary["redone_gpu_seconds"] == pytest.approx(60.0)  # the failed lease: 600 steps at 10/s, 1 GPU
 
 
 def test_a_job_whose_leases_keep_failing_ends_failed_with_the_reason(tmp_path):
@@ -156,10 +158,16 @@ def test_cli_run_writes_the_simulate_outputs_with_measured_throughputs(tmp_path)
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["run", "--trace", trace.source, "--throughputs", str(tmp_path / "table.json"),
                                       "--policy", "fifo_perf", "--solver", "highs", "--cluster", "cpu=2",
-                                      "--round", str(ROUND), "--time-scale", str(SCALE), "--out", str(out)])
+                                      "--round", str(ROUND), "--time-scale", str(SCALE), "--out", str(out),
+                                      "--compare-simulation", "--no-progress"])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs_completed"] == 2 and summary["executor"] == "ray"
+    # the tiny models outrun the table, so every lease does its planned steps: the simulator agrees exactly
+    assert summary["average_jct_difference"] == 0.0 and summary["mean_abs_jct_difference"] == 0.0
+    assert "real run against the simulator" in result.output
+    fidelity = (out / "fidelity.csv").read_text().splitlines()
+    assert fidelity[0] == "job_id,jct_real,jct_simulated,jct_difference" and len(fidelity) == 3
     header, *rows = (out / "jobs.csv").read_text().splitlines()
     columns = header.split(",")
     assert len(rows) == 2
@@ -177,3 +185,17 @@ def test_cli_run_without_ray_says_what_to_install(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["run", "--trace", trace.source])
     assert result.exit_code == 2
     assert 'pip install -e ".[runtime]"' in result.output
+
+
+def test_fidelity_compares_job_by_job_and_on_the_summary(tmp_path):
+    trace, table = write_jobs(tmp_path, JOBS)
+    fast = run(trace, table, SimulatedExecutor())
+    slow_table = ThroughputTable(table.worker_types, table.keys, table.isolated / 2, table.unconsolidated)
+    slow = run(trace, slow_table, SimulatedExecutor())
+    fidelity = compare(slow, fast)
+    assert np.all(fidelity.jobs["jct_difference"] > 0)
+    real, simulated, diff = fidelity.summary["average JCT (s)"]
+    assert diff == pytest.approx(real / simulated - 1) and diff > 0
+    assert fidelity.mean_abs_jct_difference <= fidelity.max_abs_jct_difference
+    with pytest.raises(ValueError, match="not of the same trace"):
+        compare(slow, run(*write_jobs(tmp_path, JOBS[:2]), SimulatedExecutor()))
