@@ -1,10 +1,15 @@
-"""Data-parallel throughput: one workload trained by ``scale`` local processes through
-``torch.distributed`` (gloo on CPUs, NCCL on GPUs, one GPU per process).
+"""Data parallelism: one workload trained by ``scale`` local processes through
+``torch.distributed`` (gloo on CPUs, NCCL on GPUs, one GPU per process), for the
+profiler's throughput and for a multi-GPU job's lease.
 
 Every process draws its own batches of the per-process batch size, so a step trains
 ``scale`` batches. All ranks run the same number of steps (a deadline seen by one rank
-alone would leave the others waiting in an all-reduce): the count is agreed after the
-warm-up from the slowest rank's step time.
+alone would leave the others waiting in an all-reduce). The profiler agrees on the count
+after a warm-up from the slowest rank's step time; a lease lets rank 0's
+:class:`~runtime_bridge.lease.LeaseIterator` decide before every step and broadcasts the
+decision. Rank 0 saves the job's checkpoint (model, optimizer, its data RNG, step
+counter); rank r > 0 keeps its own data RNG beside it (``<checkpoint>.rank<r>``), so a
+resumed job continues every rank's batch stream.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from .checkpoint import load_checkpoint, save_checkpoint
+from .lease import LeaseIterator, LeaseReport
 from .profiler import ProfileError
 from .training import train_lease
 from .workloads import WorkloadSpec, make_workload
@@ -68,3 +75,69 @@ def _worker(rank: int, spec: dict, device_type: str, scale: int, steps: int, sec
     finally:
         dist.destroy_process_group()
 
+
+
+class LeaseFailedError(RuntimeError):
+    """A rank of a data-parallel lease failed (the message names the rank and why)."""
+
+
+def train_data_parallel_lease(spec: WorkloadSpec, device_type: str, scale: int, *, checkpoint: str | Path,
+                              steps: int | None, seconds: float | None, threads: int = 1) -> LeaseReport:
+    """One lease of ``spec`` trained by ``scale`` processes (module doc): resume from
+    ``checkpoint`` when it exists, train at most ``steps`` steps and about ``seconds``,
+    checkpoint; rank 0's report. A failed rank raises :class:`LeaseFailedError` and leaves
+    the previous checkpoint in place (saves are atomic)."""
+    with tempfile.TemporaryDirectory(prefix="schedopt-lease-") as folder:
+        args = (asdict(spec), device_type, scale, str(checkpoint), steps, seconds, threads, folder)
+        try:
+            mp.start_processes(_lease_worker, args=args, nprocs=scale, start_method="spawn")
+        except mp.ProcessException as exc:
+            lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+            raise LeaseFailedError(f"data-parallel lease of {spec.job_type} on {scale} processes failed: "
+                                   f"{lines[-1] if lines else exc}") from None
+        return LeaseReport(**json.loads((Path(folder) / "report.json").read_text()))
+
+
+def _lease_worker(rank: int, spec: dict, device_type: str, scale: int, checkpoint: str, steps: int | None,
+                  seconds: float | None, threads: int, folder: str) -> None:
+    torch.set_num_threads(threads)
+    if device_type == "cuda":
+        torch.cuda.set_device(rank)
+    device = torch.device(device_type, rank) if device_type == "cuda" else torch.device("cpu")
+    dist.init_process_group("nccl" if device_type == "cuda" else "gloo", init_method=f"file://{folder}/rendezvous",
+                            rank=rank, world_size=scale, timeout=RENDEZVOUS_TIMEOUT)
+    try:
+        workload = make_workload(**spec, device=device, rank=rank)
+        workload.resume(checkpoint)
+        own_rng = Path(f"{checkpoint}.rank{rank}")
+        if rank > 0 and own_rng.exists():
+            saved = load_checkpoint(own_rng)
+            if saved.get("step") == workload.step:  # else left by a lease whose checkpoint was not saved
+                workload.generator.set_state(saved["data_rng"])
+        workload.data_parallel()
+        go = torch.zeros(1, dtype=torch.int64, device=device)
+        if rank == 0:
+            lease = LeaseIterator(workload.batches(), steps=steps, seconds=seconds, start_step=workload.step)
+            for batch in lease:
+                go.fill_(1)
+                dist.broadcast(go, src=0)
+                workload.train_step(batch)
+            go.fill_(0)
+            dist.broadcast(go, src=0)
+        else:
+            batches = workload.batches()
+            while True:
+                dist.broadcast(go, src=0)
+                if not go.item():
+                    break
+                workload.train_step(next(batches))
+        dist.barrier()
+        if rank == 0:
+            workload.save(checkpoint)
+            report = lease.report
+            (Path(folder) / "report.json").write_text(json.dumps(asdict(report)))
+        else:
+            save_checkpoint({"step": workload.step, "data_rng": workload.generator.get_state()}, own_rng)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()

@@ -8,10 +8,10 @@ and awaited together: the task resumes the job from its checkpoint, trains at mo
 planned steps for at most ``lease seconds x time_scale`` of wall clock
 (:func:`~runtime_bridge.training.train_lease`), saves the checkpoint and reports the steps
 it trained and their seconds. A task holds ``num_gpus=<scale>`` on a Ray cluster with
-GPUs and else ``resources={"slot": <scale>}``, emulated GPU slots, with that many CPU
-threads. A job of several GPUs trains in one process on the first of its GPUs for now
-(data parallelism inside a lease is a follow-up). Space-sharing policies (two jobs on the
-same GPUs) are not supported.
+GPUs and else ``resources={"slot": <scale>}``, emulated GPU slots. A job of one GPU
+trains in the task's process; a job of several trains data-parallel in as many processes
+the task starts (``torch.distributed``: NCCL on its GPUs, gloo on CPUs, one thread
+each). Space-sharing policies (two jobs on the same GPUs) are not supported.
 
 Credit (the published systems' fast-forwarding): a lease ran ``time_scale`` times the
 simulated lease's length, and is counted as if it had run the whole simulated lease at
@@ -41,6 +41,7 @@ import torch
 
 from simulator.executor import Executor, LeaseResults, Leases
 
+from .data_parallel import train_data_parallel_lease
 from .job_map import workload_spec
 from .training import train_lease
 from .workloads import WorkloadSpec, make_workload
@@ -79,14 +80,20 @@ class LeaseRecord:
         return bool(self.reason)
 
 
-def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str, threads: int,
+def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str, gpus: int,
            marker: str) -> tuple[int, int, float]:
-    """One lease in a Ray worker: (step counter resumed from, steps trained, their seconds)."""
+    """One lease in a Ray worker: (step counter resumed from, steps trained, their seconds).
+    One GPU (or slot): this process trains with that many CPU threads; several: as many
+    data-parallel processes (:func:`~runtime_bridge.data_parallel.train_data_parallel_lease`)."""
     Path(marker).write_text(f"{os.getpid()}\n")
     try:
-        torch.set_num_threads(threads)
-        workload = make_workload(**spec, device=device)
-        report = train_lease(workload, steps=steps, seconds=seconds, checkpoint=checkpoint)
+        if gpus > 1:
+            report = train_data_parallel_lease(WorkloadSpec(**spec), device, gpus, checkpoint=checkpoint,
+                                               steps=steps, seconds=seconds)
+        else:
+            torch.set_num_threads(1)
+            workload = make_workload(**spec, device=device)
+            report = train_lease(workload, steps=steps, seconds=seconds, checkpoint=checkpoint)
     finally:
         Path(marker).unlink(missing_ok=True)
     return report.start_step, report.steps, report.seconds

@@ -9,7 +9,8 @@ torch = pytest.importorskip("torch")
 
 from typer.testing import CliRunner  # noqa: E402
 
-from runtime_bridge.checkpoint import CheckpointError, save_checkpoint  # noqa: E402
+from runtime_bridge.checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
+from runtime_bridge.data_parallel import train_data_parallel_lease  # noqa: E402
 from runtime_bridge.lease import LeaseIterator  # noqa: E402
 from runtime_bridge.profiler import local_cpu_cores, measure, profile  # noqa: E402
 from runtime_bridge.training import train_lease  # noqa: E402
@@ -134,3 +135,18 @@ def test_profile_command_writes_a_table_and_refuses_missing_devices(tmp_path):
     bad = runner.invoke(app, ["profile", "--workloads", "resnet,vgg", "--out", str(tmp_path / "x.json")])
     assert bad.exit_code == 2 and "--workloads" in bad.output and "vgg" in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_a_data_parallel_lease_resumes_every_rank_exactly(tmp_path):
+    """Two leases of 3 + 2 steps on 2 gloo processes end where one lease of 5 steps does:
+    model, optimizer and every rank's batch stream continue across the checkpoint."""
+    spec = WorkloadSpec("recommendation", 8, "tiny")
+    split, whole = tmp_path / "split.pt", tmp_path / "whole.pt"
+    first = train_data_parallel_lease(spec, "cpu", 2, checkpoint=split, steps=3, seconds=None)
+    second = train_data_parallel_lease(spec, "cpu", 2, checkpoint=split, steps=2, seconds=None)
+    assert (first.start_step, first.steps, second.start_step, second.steps) == (0, 3, 3, 2)
+    train_data_parallel_lease(spec, "cpu", 2, checkpoint=whole, steps=5, seconds=None)
+    a, b = load_checkpoint(split), load_checkpoint(whole)
+    assert a["step"] == b["step"] == 5 and load_checkpoint(f"{split}.rank1")["step"] == 5
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
