@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import ProcessException
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .lease import LeaseIterator, LeaseReport
@@ -44,7 +45,7 @@ def measure_data_parallel(spec: WorkloadSpec, device_type: str, scale: int, *, s
         args = (asdict(spec), device_type, scale, steps, seconds, warmup, threads, folder)
         try:
             mp.start_processes(_worker, args=args, nprocs=scale, start_method="spawn")
-        except mp.ProcessException as exc:
+        except ProcessException as exc:
             lines = [line for line in str(exc).strip().splitlines() if line.strip()]
             raise ProfileError(f"data-parallel run of {spec.job_type} on {scale} processes failed: "
                                f"{lines[-1] if lines else exc}") from None
@@ -91,7 +92,7 @@ def train_data_parallel_lease(spec: WorkloadSpec, device_type: str, scale: int, 
         args = (asdict(spec), device_type, scale, str(checkpoint), steps, seconds, threads, folder)
         try:
             mp.start_processes(_lease_worker, args=args, nprocs=scale, start_method="spawn")
-        except mp.ProcessException as exc:
+        except ProcessException as exc:
             lines = [line for line in str(exc).strip().splitlines() if line.strip()]
             raise LeaseFailedError(f"data-parallel lease of {spec.job_type} on {scale} processes failed: "
                                    f"{lines[-1] if lines else exc}") from None

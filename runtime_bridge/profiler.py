@@ -4,8 +4,8 @@ type is the device profiled (``cpu``, or the GPU's short name such as ``h100``).
 
 Scale 1 trains in this process; scale ``n > 1`` trains data-parallel in ``n`` local
 processes (:mod:`runtime_bridge.data_parallel`), one GPU each, or on a machine without
-GPUs ``n`` CPU processes sharing its cores. A scale the machine cannot hold is refused,
-never estimated.
+GPUs ``n`` CPU processes of one thread each (an emulated GPU slot is one core, as
+``schedopt run`` leases it). A scale the machine cannot hold is refused, never estimated.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def measure(spec: WorkloadSpec, scale: int, device: torch.device, *, steps: int 
             from .data_parallel import measure_data_parallel
 
             rate = measure_data_parallel(spec, device.type, scale, steps=steps, seconds=seconds, warmup=warmup,
-                                         threads=max(1, local_cpu_cores() // scale))
+                                         threads=1 if device.type == "cpu" else max(1, local_cpu_cores() // scale))
     except torch.cuda.OutOfMemoryError:
         return Measurement(spec, scale, 0.0, "out of GPU memory")
     return Measurement(spec, scale, rate)
@@ -99,14 +99,15 @@ def profile(specs: Iterable[WorkloadSpec], scales: Iterable[int], device: torch.
             seconds: float = 5.0, warmup: int = 3, name: str | None = None,
             on_measurement: Callable[[Measurement], None] | None = None) -> ThroughputTable:
     """Measure every ``spec`` at every scale on ``device``; the throughput table, with the
-    worker type ``name`` (default: :func:`worker_type`). Scale-1 runs use every core."""
+    worker type ``name`` (default: :func:`worker_type`). On a CPU every process trains on
+    one thread: an emulated GPU slot is one core, as ``schedopt run`` leases it."""
     specs, scales = list(specs), sorted(set(scales))
     check_scales(scales, device)
     if len({spec.job_type for spec in specs}) != len(specs):
         raise ProfileError("the same job type is profiled twice (repeated workload or batch size)")
     keys, rates = [], []
     previous = torch.get_num_threads()
-    torch.set_num_threads(local_cpu_cores())
+    torch.set_num_threads(1 if device.type == "cpu" else local_cpu_cores())
     try:
         for scale in scales:
             for spec in specs:
