@@ -42,24 +42,37 @@ def measure_data_parallel(spec: WorkloadSpec, device_type: str, scale: int, *, s
     about ``seconds`` after ``warmup`` steps; a ProfileError says why a process failed.
     (Each step synchronizes through ``loss.item()``, so the timing covers GPU work.)"""
     with tempfile.TemporaryDirectory(prefix="schedopt-ddp-") as folder:
-        args = (asdict(spec), device_type, scale, steps, seconds, warmup, threads, folder)
-        try:
-            mp.start_processes(_worker, args=args, nprocs=scale, start_method="spawn")
-        except ProcessException as exc:
-            lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-            raise ProfileError(f"data-parallel run of {spec.job_type} on {scale} processes failed: "
-                               f"{lines[-1] if lines else exc}") from None
+        why = _spawn(_worker, (asdict(spec), device_type, scale, steps, seconds, warmup, threads, folder), scale)
+        if why is not None:
+            raise ProfileError(f"data-parallel run of {spec.job_type} on {scale} processes failed: {why}")
         return json.loads((Path(folder) / "result.json").read_text())["steps_per_second"]
+
+
+def _spawn(worker, args: tuple, scale: int) -> str | None:
+    """Run ``worker(rank, *args)`` in ``scale`` spawned processes; the last line of a
+    failed process's error, None when all succeeded."""
+    try:
+        mp.start_processes(worker, args=args, nprocs=scale, start_method="spawn")
+    except ProcessException as exc:
+        lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+        return lines[-1] if lines else str(exc)
+    return None
+
+
+def _join(rank: int, device_type: str, scale: int, threads: int, folder: str) -> torch.device:
+    """This process's device, with the process group of ``scale`` ranks joined (rendezvous
+    in ``folder``): NCCL on GPU ``rank``, gloo on CPUs with ``threads`` threads."""
+    torch.set_num_threads(threads)
+    if device_type == "cuda":
+        torch.cuda.set_device(rank)
+    dist.init_process_group("nccl" if device_type == "cuda" else "gloo", init_method=f"file://{folder}/rendezvous",
+                            rank=rank, world_size=scale, timeout=RENDEZVOUS_TIMEOUT)
+    return torch.device(device_type, rank) if device_type == "cuda" else torch.device("cpu")
 
 
 def _worker(rank: int, spec: dict, device_type: str, scale: int, steps: int, seconds: float, warmup: int,
             threads: int, folder: str) -> None:
-    torch.set_num_threads(threads)
-    if device_type == "cuda":
-        torch.cuda.set_device(rank)
-    device = torch.device(device_type, rank) if device_type == "cuda" else torch.device("cpu")
-    dist.init_process_group("nccl" if device_type == "cuda" else "gloo", init_method=f"file://{folder}/rendezvous",
-                            rank=rank, world_size=scale, timeout=RENDEZVOUS_TIMEOUT)
+    device = _join(rank, device_type, scale, threads, folder)
     try:
         workload = make_workload(**spec, device=device, rank=rank)
         workload.data_parallel()
@@ -79,7 +92,7 @@ def _worker(rank: int, spec: dict, device_type: str, scale: int, steps: int, sec
 
 
 class LeaseFailedError(RuntimeError):
-    """A rank of a data-parallel lease failed (the message names the rank and why)."""
+    """A process of a data-parallel lease failed (the message says why)."""
 
 
 def train_data_parallel_lease(spec: WorkloadSpec, device_type: str, scale: int, *, checkpoint: str | Path,
@@ -90,23 +103,15 @@ def train_data_parallel_lease(spec: WorkloadSpec, device_type: str, scale: int, 
     the previous checkpoint in place (saves are atomic)."""
     with tempfile.TemporaryDirectory(prefix="schedopt-lease-") as folder:
         args = (asdict(spec), device_type, scale, str(checkpoint), steps, seconds, threads, folder)
-        try:
-            mp.start_processes(_lease_worker, args=args, nprocs=scale, start_method="spawn")
-        except ProcessException as exc:
-            lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-            raise LeaseFailedError(f"data-parallel lease of {spec.job_type} on {scale} processes failed: "
-                                   f"{lines[-1] if lines else exc}") from None
+        why = _spawn(_lease_worker, args, scale)
+        if why is not None:
+            raise LeaseFailedError(f"data-parallel lease of {spec.job_type} on {scale} processes failed: {why}")
         return LeaseReport(**json.loads((Path(folder) / "report.json").read_text()))
 
 
 def _lease_worker(rank: int, spec: dict, device_type: str, scale: int, checkpoint: str, steps: int | None,
                   seconds: float | None, threads: int, folder: str) -> None:
-    torch.set_num_threads(threads)
-    if device_type == "cuda":
-        torch.cuda.set_device(rank)
-    device = torch.device(device_type, rank) if device_type == "cuda" else torch.device("cpu")
-    dist.init_process_group("nccl" if device_type == "cuda" else "gloo", init_method=f"file://{folder}/rendezvous",
-                            rank=rank, world_size=scale, timeout=RENDEZVOUS_TIMEOUT)
+    device = _join(rank, device_type, scale, threads, folder)
     try:
         workload = make_workload(**spec, device=device, rank=rank)
         workload.resume(checkpoint)
