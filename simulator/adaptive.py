@@ -69,6 +69,13 @@ class AdaptiveJobs:
             epochs = num_epochs(model, bs, int(tr.total_steps[i]))
             sched = batch_size_schedule(tr.modes[i], model, bs, epochs, int(tr.scale_factors[i]))
             self.adapts[i] = tr.modes[i] != "static"
+            if not self.adapts[i]:  # one batch size: one duration for every epoch
+                rate = float(self._rate_row(model, bs, int(tr.scale_factors[i]))[ref[i]])
+                if math.isnan(rate):
+                    self._note_missing(model, bs, int(tr.scale_factors[i]))
+                duration = (DATASET_SIZES[model] / bs) / rate if rate > 0 else np.inf
+                schedules.append((sched, np.full(epochs, duration)))
+                continue
             rate = self._rates_at(model, sched, int(tr.scale_factors[i]))[:, ref[i]]
             missing = np.isnan(rate)
             if missing.any():  # the job keeps its batch size where the table lacks the next

@@ -120,6 +120,7 @@ class Engine:
         self.w = workload
         self.prices = prices
         self.executor = executor or SimulatedExecutor()
+        self._simulated = type(self.executor) is SimulatedExecutor
         self.policy = policy
         self.config = config or SimulationConfig()
         cfg, n = self.config, len(workload.cluster.worker_types)
@@ -379,11 +380,14 @@ class Engine:
         rec.busy_gpu_seconds += np.bincount(run.types, weights=gpu_seconds, minlength=rec.busy_gpu_seconds.size)
         jobs, r = run.jobs, run.job_row
         ran = seconds[r] - run.upfront
-        leases = Leases(run.start, jobs, run.types[r], run.scale[r], run.job_steps,
-                        run.finish[r] - run.start - run.upfront)
-        outcome = self.executor.execute(leases)
-        outcome.check(leases)
-        steps = outcome.steps
+        if self._simulated:  # every planned step done, nothing failed: no hand-off to build
+            steps, failed, reasons = run.job_steps, None, {}
+        else:
+            leases = Leases(run.start, jobs, run.types[r], run.scale[r], run.job_steps,
+                            run.finish[r] - run.start - run.upfront)
+            outcome = self.executor.execute(leases)
+            outcome.check(leases)
+            steps, failed, reasons = outcome.steps, outcome.failed, outcome.reasons
         if run.charge.any():
             late = run.charge & (ran > cfg.round_length - 5.0) & (ran > 0)
             kept = np.where(late, (ran - cfg.overhead) / np.where(ran > 0, ran, 1.0), 1.0)
@@ -394,7 +398,8 @@ class Engine:
         rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
         complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
         forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs])
-        dead = self._count_failures(leases, outcome.failed, rec) & ~(complete | forced)
+        dead = (self._count_failures(leases, failed, rec) & ~(complete | forced) if failed is not None
+                else np.zeros(jobs.size, dtype=bool))
         switched = self.jobs.after_round(jobs[~(complete | forced | dead)], rec.steps)
         if switched.size:  # the published rules round progress up to whole epochs: maybe the last
             complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
@@ -406,7 +411,7 @@ class Engine:
             rec.done[finished] = True
             rec.forced[jobs[forced]] = True
         if dead.any():
-            self._end_failed(jobs[dead], outcome.reasons, rec)
+            self._end_failed(jobs[dead], reasons, rec)
             finished = np.concatenate([finished, jobs[dead]])
         if switched.size:
             rows = self.single_row[switched]
