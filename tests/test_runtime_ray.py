@@ -199,3 +199,13 @@ def test_fidelity_compares_job_by_job_and_on_the_summary(tmp_path):
     assert fidelity.mean_abs_jct_difference <= fidelity.max_abs_jct_difference
     with pytest.raises(ValueError, match="not of the same trace"):
         compare(slow, run(*write_jobs(tmp_path, JOBS[:2]), SimulatedExecutor()))
+
+
+def test_a_lease_that_outlives_its_wall_budget_is_cancelled_and_fails(tmp_path):
+    # no grace: a task cannot start, build its model and train within a 3 ms budget
+    trace, table = write_jobs(tmp_path, JOBS[:1])
+    with RayExecutor(trace.job_types, tmp_path / "ckpt", time_scale=1e-5, grace=0.0) as executor:
+        result = run(trace, table, executor)
+    reasons = [lease.reason for lease in executor.log]
+    assert len(reasons) == MAX_FAILED_LEASES and all("did not end within" in r for r in reasons)
+    assert result.summary["jobs_failed"] == 1 and result.summary["redone_gpu_seconds"] > 0
