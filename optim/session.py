@@ -25,7 +25,7 @@ from .errors import CapabilityError
 from .model import CanonicalModel, Model
 from .options import SolveOptions
 from .result import Result, Status
-from .solve import checked, solve
+from .solve import finished, solve
 
 #: default share of a model (changes / (columns + rows)) above which a session solves cold
 MAX_CHANGE = 0.25
@@ -75,7 +75,7 @@ class Session:
                 result.timings.translate = time.perf_counter() - start - result.timings.solve
                 if result.status is not Status.ERROR:
                     self.warm = True
-                    return self._finish(result, canon, check)
+                    return finished(result, canon, self.backend, check)
                 note = f"warm re-solve failed ({result.message}): solved cold"
             else:
                 note = (f"warm re-solve skipped (changes and inert rows and columns over {self.max_change:.0%} "
@@ -85,10 +85,4 @@ class Session:
         result = self._live.load(canon)
         if note is not None:
             result.notes.append(note)
-        return self._finish(result, canon, check)
-
-    def _finish(self, result: Result, canon: CanonicalModel, check: bool) -> Result:
-        result.timings.build = canon.build_seconds
-        result.blocks = canon.blocks
-        result.first_order = self.backend.first_order
-        return checked(result, canon) if check else result
+        return finished(result, canon, self.backend, check)

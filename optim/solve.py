@@ -65,10 +65,16 @@ def solve(
         result = solve_log_by_tangent_cuts(canon, be, options)
     else:
         result = be.solve(canon, options)
-    result.timings.build = canon.build_seconds
-    result.blocks = canon.blocks
-    result.first_order = be.first_order
-    return checked(result, canon) if check else result
+    return finished(result, canon, be, check)
+
+
+def finished(result: Result, model: CanonicalModel, backend: Backend, check: bool) -> Result:
+    """``result`` of ``model`` by ``backend`` with the model's build time, blocks and the
+    backend's accuracy class filled in; :func:`checked` when ``check``."""
+    result.timings.build = model.build_seconds
+    result.blocks = model.blocks
+    result.first_order = backend.first_order
+    return checked(result, model) if check else result
 
 
 def checked(result: Result, model: CanonicalModel) -> Result:

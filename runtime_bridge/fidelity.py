@@ -21,31 +21,33 @@ METRICS = (("average JCT (s)", "average_jct"), ("makespan (s)", "makespan"), ("u
 @dataclass(frozen=True)
 class Fidelity:
     """``jobs``: per job its id and real and simulated JCT and their relative difference;
-    ``summary``: per metric of :data:`METRICS` (real, simulated, relative difference)."""
+    ``summary``: per summary key of :data:`METRICS` (real, simulated, relative difference)."""
 
     jobs: dict[str, np.ndarray]
     summary: dict[str, tuple[float, float, float]]
 
+    def _abs_jct_differences(self) -> np.ndarray:
+        """|relative JCT difference| of the jobs finished in both runs."""
+        diff = self.jobs["jct_difference"]
+        return np.abs(diff[np.isfinite(diff)])
+
     @property
     def mean_abs_jct_difference(self) -> float:
-        """Mean of |relative JCT difference| over the jobs finished in both runs."""
-        diff = self.jobs["jct_difference"]
-        known = np.isfinite(diff)
-        return float(np.abs(diff[known]).mean()) if known.any() else float("nan")
+        known = self._abs_jct_differences()
+        return float(known.mean()) if known.size else float("nan")
 
     @property
     def max_abs_jct_difference(self) -> float:
-        diff = self.jobs["jct_difference"]
-        known = np.isfinite(diff)
-        return float(np.abs(diff[known]).max()) if known.any() else float("nan")
+        known = self._abs_jct_differences()
+        return float(known.max()) if known.size else float("nan")
 
     def summary_fields(self) -> dict[str, float]:
         """Flat fields for a run's summary.json."""
-        fields = {f"simulated_{key}": simulated for (_, key), (_, simulated, _) in zip(METRICS, self.summary.values())}
-        fields.update({f"{key}_difference": diff for (_, key), (_, _, diff) in zip(METRICS, self.summary.values())})
-        fields.update(mean_abs_jct_difference=self.mean_abs_jct_difference,
-                      max_abs_jct_difference=self.max_abs_jct_difference)
-        return fields
+        fields = {}
+        for key, (_, simulated, diff) in self.summary.items():
+            fields[f"simulated_{key}"], fields[f"{key}_difference"] = simulated, diff
+        return fields | {"mean_abs_jct_difference": self.mean_abs_jct_difference,
+                         "max_abs_jct_difference": self.max_abs_jct_difference}
 
 
 def _relative(real: np.ndarray | float, simulated: np.ndarray | float) -> np.ndarray:
@@ -61,7 +63,7 @@ def compare(real: SimulationResult, simulated: SimulationResult) -> Fidelity:
     jct_real, jct_sim = real.jobs["jct"].astype(float), simulated.jobs["jct"].astype(float)  # NaN: unfinished
     jobs = {"job_id": real.jobs["job_id"], "jct_real": jct_real, "jct_simulated": jct_sim,
             "jct_difference": _relative(jct_real, jct_sim)}
-    summary = {label: (float(real.summary[key]), float(simulated.summary[key]),
-                       float(_relative(real.summary[key], simulated.summary[key])))
-               for label, key in METRICS}
+    summary = {key: (float(real.summary[key]), float(simulated.summary[key]),
+                     float(_relative(real.summary[key], simulated.summary[key])))
+               for _, key in METRICS}
     return Fidelity(jobs, summary)

@@ -523,11 +523,14 @@ def run_command(
 
 
 def _print_fidelity(fidelity) -> None:
+    from runtime_bridge.fidelity import METRICS
+
     table = Table(title="real run against the simulator (real / simulated - 1)", box=box.SIMPLE)
     for col in ("", "real", "simulated", "difference"):
         table.add_column(col, justify="left" if not col else "right")
-    for label, (real, simulated, diff) in fidelity.summary.items():
-        fmt = "{:.1%}" if label == "utilization" else "{:,.1f}"
+    for label, key in METRICS:
+        real, simulated, diff = fidelity.summary[key]
+        fmt = "{:.1%}" if key == "utilization" else "{:,.1f}"
         table.add_row(label, fmt.format(real), fmt.format(simulated), f"{diff:+.1%}")
     table.add_row("per-job JCT |difference| (mean / max)", "", "",
                   f"{fidelity.mean_abs_jct_difference:.1%} / {fidelity.max_abs_jct_difference:.1%}")

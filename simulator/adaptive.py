@@ -32,7 +32,7 @@ from .adaptation import (
     split_job_type,
     steps_per_epoch,
 )
-from .throughputs import ThroughputTable
+from .throughputs import ThroughputTable, ThroughputTableError
 from .workload import Workload
 
 
@@ -100,8 +100,6 @@ class AdaptiveJobs:
     def _rates_at(self, model: str, batch_sizes: np.ndarray, scale: int) -> np.ndarray:
         """(len(batch_sizes), n) rates on the cluster's types; a row of NaN where the table
         has no entry for that batch size."""
-        if batch_sizes.size and (batch_sizes == batch_sizes[0]).all():  # static jobs: one lookup
-            return np.broadcast_to(self._rate_row(model, int(batch_sizes[0]), scale), (batch_sizes.size, self._n))
         distinct, which = np.unique(batch_sizes, return_inverse=True)
         return np.stack([self._rate_row(model, b, scale) for b in distinct.tolist()])[which]
 
@@ -115,7 +113,7 @@ class AdaptiveJobs:
             if self.table is not None:
                 try:
                     row = self.table.isolated[self.table.index_of(job_type_at(model, batch_size), scale), self._cols]
-                except ValueError:
+                except ThroughputTableError:  # not in the table: the callers note it and keep the job's batch size
                     pass
             self._rows[key] = row
         return row

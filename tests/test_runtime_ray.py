@@ -194,7 +194,7 @@ def test_fidelity_compares_job_by_job_and_on_the_summary(tmp_path):
     slow = run(trace, slow_table, SimulatedExecutor())
     fidelity = compare(slow, fast)
     assert np.all(fidelity.jobs["jct_difference"] > 0)
-    real, simulated, diff = fidelity.summary["average JCT (s)"]
+    real, simulated, diff = fidelity.summary["average_jct"]
     assert diff == pytest.approx(real / simulated - 1) and diff > 0
     assert fidelity.mean_abs_jct_difference <= fidelity.max_abs_jct_difference
     with pytest.raises(ValueError, match="not of the same trace"):

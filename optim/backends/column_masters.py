@@ -16,8 +16,9 @@ import scipy.sparse as sp
 
 from ..model import CanonicalModel
 from ..options import SolveOptions
-from ..result import Result, Timings
+from ..result import Result, Status, Timings
 from .base import Backend, stopwatch
+from .highs import PRIMAL_SIMPLEX, load_highs, read_result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,25 +58,12 @@ class HighsColumnMaster(ColumnMaster):
     """One live HiGHS model; re-solves by primal simplex from the previous basis."""
 
     def __init__(self, model: CanonicalModel, backend: Backend, options: SolveOptions):
-        import highspy
-
-        from .highs import apply_options
-
         super().__init__(model, backend, options)
-        self._translate = 0.0
         timings = Timings()
         with stopwatch(timings, "translate"):
-            self._highs = highspy.Highs()
-            apply_options(self._highs, options, model)
-            self._highs.setOptionValue("solver", "simplex")
-            A = model.A
-            sense = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
-            self._highs.passModel(
-                model.num_vars, model.num_rows, A.nnz, int(highspy.MatrixFormat.kColwise), int(sense), model.offset,
-                model.c, model.col_lo, model.col_hi, model.row_lo, model.row_hi,
-                A.indptr.astype(np.int32, copy=False), A.indices.astype(np.int32, copy=False), A.data,
-                np.zeros(model.num_vars, dtype=np.int32),
-            )
+            self._highs = load_highs(model, options)
+            if self._highs is not None:
+                self._highs.setOptionValue("solver", "simplex")
         self._translate = timings.translate
 
     def add(self, columns: NewColumns) -> None:
@@ -85,15 +73,14 @@ class HighsColumnMaster(ColumnMaster):
             A = columns.A
             self._highs.addCols(len(columns), columns.c, np.zeros(len(columns)), columns.hi, A.nnz,
                                 A.indptr.astype(np.int32, copy=False), A.indices.astype(np.int32, copy=False), A.data)
-            self._highs.setOptionValue("solver", "simplex")
-            self._highs.setOptionValue("simplex_strategy", 4)
+            self._highs.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
         self._translate += timings.translate
 
     def solve(self) -> Result:
-        from .highs import read_result
-
         timings = Timings(translate=self._translate)
         self._translate = 0.0
+        if self._highs is None:
+            return Result(Status.ERROR, self.backend.spec, message="HiGHS rejected the master LP", timings=timings)
         with stopwatch(timings, "solve"):
             self._highs.run()
         return read_result(self._highs, self.model, timings, self.backend.spec)

@@ -41,32 +41,12 @@ class HighsBackend(Backend):
         import highspy
 
         with stopwatch(timings, "translate"):
-            h = highspy.Highs()
-            apply_options(h, options, model)
-            A = model.A
-            sense = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
-            status = h.passModel(
-                model.num_vars,
-                model.num_rows,
-                A.nnz,
-                int(highspy.MatrixFormat.kColwise),
-                int(sense),
-                model.offset,
-                model.c,
-                model.col_lo,
-                model.col_hi,
-                model.row_lo,
-                model.row_hi,
-                A.indptr.astype(np.int32, copy=False),
-                A.indices.astype(np.int32, copy=False),
-                A.data,
-                model.integrality.astype(np.int32),
-            )
-            if start is not None:
+            h = load_highs(model, options)
+            if h is not None and start is not None:
                 point = highspy.HighsSolution()
                 point.col_value = np.asarray(start, dtype=float).tolist()
                 h.setSolution(point)
-        if status == highspy.HighsStatus.kError:
+        if h is None:
             return Result(Status.ERROR, self.spec, message="HiGHS rejected the model", timings=timings), np.nan
         with stopwatch(timings, "solve"):
             h.run()
@@ -91,6 +71,29 @@ def highs_lp_method(options: SolveOptions, model: CanonicalModel) -> str | None:
     if options.method == "auto":
         return "ipm" if model.num_vars > IPM_AUTO_COLUMNS else None
     return options.method
+
+
+#: HiGHS' simplex_strategy value for primal simplex (re-optimizing after added columns or
+#: changed bounds keeps the basis primal feasible)
+PRIMAL_SIMPLEX = 4
+
+
+def load_highs(model: CanonicalModel, options: SolveOptions):
+    """A ``highspy.Highs`` holding ``model`` with ``options`` applied; None when HiGHS
+    rejects the model."""
+    import highspy
+
+    h = highspy.Highs()
+    apply_options(h, options, model)
+    A = model.A
+    sense = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
+    status = h.passModel(
+        model.num_vars, model.num_rows, A.nnz, int(highspy.MatrixFormat.kColwise), int(sense), model.offset,
+        model.c, model.col_lo, model.col_hi, model.row_lo, model.row_hi,
+        A.indptr.astype(np.int32, copy=False), A.indices.astype(np.int32, copy=False), A.data,
+        model.integrality.astype(np.int32),
+    )
+    return None if status == highspy.HighsStatus.kError else h
 
 
 def _same_objective(returned: float, reported: float) -> bool:

@@ -21,6 +21,7 @@ from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from ..slots import Entities
 from .base import LiveModel, stopwatch
+from .highs import PRIMAL_SIMPLEX, load_highs, read_result
 
 
 def _positions(order: np.ndarray, size: int) -> np.ndarray:
@@ -65,23 +66,11 @@ class HighsLive(LiveModel):
         return int((self._cols < 0).sum() + (self._rows < 0).sum())
 
     def load(self, model: CanonicalModel) -> Result:
-        import highspy
-
-        from .highs import apply_options, read_result
-
         timings = Timings()
         self._highs = self.model = None
         with stopwatch(timings, "translate"):
-            h = highspy.Highs()
-            apply_options(h, self.options, model)
-            A = model.A
-            sense = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
-            status = h.passModel(
-                model.num_vars, model.num_rows, A.nnz, int(highspy.MatrixFormat.kColwise), int(sense), model.offset,
-                model.c, model.col_lo, model.col_hi, model.row_lo, model.row_hi,
-                _int32(A.indptr), _int32(A.indices), A.data, np.zeros(model.num_vars, dtype=np.int32),
-            )
-        if status == highspy.HighsStatus.kError:
+            h = load_highs(model, self.options)
+        if h is None:
             return Result(Status.ERROR, self.spec, message="HiGHS rejected the model", timings=timings)
         self._highs, self.model = h, model
         self._cols, self._rows = np.arange(model.num_vars), np.arange(model.num_rows)
@@ -138,8 +127,6 @@ class HighsLive(LiveModel):
             self._pool.setdefault(sig, []).append((slot_cols, slot_rows))
 
     def update(self, delta: ModelDelta, model: CanonicalModel) -> Result:
-        from .highs import read_result
-
         if self.model is None:
             raise RuntimeError("HighsLive.update needs a model loaded first")
         timings = Timings()
@@ -283,9 +270,6 @@ class HighsLive(LiveModel):
 
 #: spare slots made at a load: at most this share of the model's entities
 SPARE_SHARE = 0.02
-
-#: HiGHS' simplex_strategy value for primal simplex
-PRIMAL_SIMPLEX = 4
 
 
 def _renumbered(order: np.ndarray, old: np.ndarray, new: np.ndarray, size: int) -> np.ndarray:
