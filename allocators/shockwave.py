@@ -46,10 +46,11 @@ START_LOG_GAP = 1e-2
 
 
 class Shockwave(RoundPlanner):
-    """``gavel_compat=True`` does two things as the published code does: the planner's
+    """``gavel_compat=True`` does three things as the published code does: the planner's
     clock is round index x round length (ahead of simulated time, as rounds end early when
-    their last job finishes), and remaining times are predicted one epoch short
-    (:class:`~allocators.remaining_time.RemainingTime` with ``published=True``)."""
+    their last job finishes), remaining times are predicted one epoch short
+    (:class:`~allocators.remaining_time.RemainingTime` with ``published=True``), and the
+    log utility is the published secant interpolation through ``config.log_bases``."""
 
     name = "shockwave"
     program = ProgramClass.MILP
@@ -126,9 +127,11 @@ class Shockwave(RoundPlanner):
         window_end = now + cfg.rounds * state.round_length
         market = Market(state.gpus, cfg.rounds, state.round_length, state.scale_factors,
                         np.minimum(state.epochs_done, state.epochs_total), state.epochs_total,
-                        np.maximum(epoch_seconds, 1e-6), remaining, cfg.k)
+                        np.maximum(epoch_seconds, 1e-6), remaining, cfg.k,
+                        log_bases=cfg.log_bases if self.gavel_compat else None)
         options = SolveOptions(mip_gap=cfg.mip_gap, time_limit=cfg.time_limit, log_gap=cfg.mip_gap,
-                               threads=self.options.threads, verbose=self.options.verbose, raw=self.options.raw)
+                               threads=self.options.threads, verbose=self.options.verbose, raw=self.options.raw,
+                               seed=self.options.seed)
         timings: dict[str, float] = {"build": 0.0, "translate": 0.0, "solve": 0.0}
         notes: list[str] = []
         slack = (cfg.rho_max * target - window_end) * share

@@ -15,7 +15,11 @@ of ``E_j``, mean epoch duration ``ē_j``, predicted remaining run time ``R_j`` a
 
 The log term is Nash social welfare over normalized progress (Eisenberg–Gale), given to
 ``optim`` as a log-utility term with its argument range, so a conic backend solves it
-exactly and a MILP-only backend by seeded tangent cuts. ``S_j`` comes from the hard FTF
+exactly and a MILP-only backend by seeded tangent cuts. With ``log_bases`` (the published
+``log_approximation_bases``, e.g. 0, 0.2, ..., 1) it is instead the published secant
+interpolation of ``log q`` through those progress points (``log LOG_FLOOR`` at 0): a
+concave piecewise-linear function, so hypograph variables ``u_j`` under one row per
+segment represent it exactly, with no SOS2 binaries. ``S_j`` comes from the hard FTF
 rows ``Δ(r+T) + s_j / min(1, G/N) <= ρ_max F̄_j``.
 
 The reordering MILP keeps each job's planned round count ``n_j`` and the capacity and
@@ -58,6 +62,7 @@ class Market:
     priorities: np.ndarray | None = None
     finish_slack: np.ndarray | None = None
     log_floor: float = LOG_FLOOR
+    log_bases: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("scale_factors", "epochs_done", "epochs_total", "epoch_seconds", "remaining_seconds"):
@@ -80,6 +85,10 @@ class Market:
             raise ProblemError("market: epochs total and epoch durations must be > 0, epochs done >= 0")
         if (self.priorities < 0).any():
             raise ProblemError("market: priorities must be >= 0")
+        if self.log_bases is not None:
+            bases = np.asarray(self.log_bases, dtype=float)
+            if bases.size < 2 or bases[0] != 0.0 or bases[-1] != 1.0 or (np.diff(bases) <= 0).any():
+                raise ProblemError("market: log bases must rise strictly from 0 to 1")
 
     @property
     def num_jobs(self) -> int:
@@ -116,6 +125,15 @@ def build(market: Market) -> Model:
     m.add_rows("makespan", {z: np.ones((N, 1)), s: -eye}, lo=0.0)
     m.set_objective({z: -market.k}, sense="max")
     E = market.epochs_total
+    if market.log_bases is not None:
+        slopes, intercepts = _secants(market)
+        u = m.add_variables("u", N, lb=-np.inf)
+        S = slopes.size
+        m.add_rows("utility", {u: sp.vstack([eye] * S, format="csr"),
+                               p: sp.vstack([sp.diags(-a / E, format="csr") for a in slopes], format="csr")},
+                   hi=(intercepts[:, None] + slopes[:, None] * (market.epochs_done / E)[None, :]).reshape(-1))
+        m.set_objective({z: -market.k, u: market.priorities / (N * T)}, sense="max")
+        return m
     floor = market.log_floor
     low = market.epochs_done / E + floor
     cap = market.progress_cap()
@@ -218,9 +236,27 @@ def _plan_value(market: Market, counts: np.ndarray) -> np.ndarray | float:
     counts = np.asarray(counts)
     p = _progress(market, counts).reshape(market.num_jobs, -1)
     s = np.maximum(market.remaining_seconds[:, None] - market.epoch_seconds[:, None] * p, 0.0)
-    q = (market.epochs_done / market.epochs_total + market.log_floor)[:, None] + p / market.epochs_total[:, None]
-    value = market.priorities / (market.num_jobs * market.rounds) @ np.log(q) - market.k * s.max(axis=0, initial=0.0)
+    q = (market.epochs_done / market.epochs_total)[:, None] + p / market.epochs_total[:, None]
+    value = (market.priorities / (market.num_jobs * market.rounds) @ utility(market, q)
+             - market.k * s.max(axis=0, initial=0.0))
     return value if counts.ndim > 1 else float(value[0])
+
+
+def _secants(market: Market) -> tuple[np.ndarray, np.ndarray]:
+    """Slopes and intercepts of the published interpolation's segments (module doc)."""
+    bases = np.asarray(market.log_bases, dtype=float)
+    values = np.log(np.maximum(bases, market.log_floor))
+    slopes = np.diff(values) / np.diff(bases)
+    return slopes, values[:-1] - slopes * bases[:-1]
+
+
+def utility(market: Market, q: np.ndarray) -> np.ndarray:
+    """Each job's utility at normalized progress ``q`` (shape (N,) or (N, K)): ``log(q + ε)``,
+    or the published interpolation when the market has ``log_bases``."""
+    if market.log_bases is None:
+        return np.log(q + market.log_floor)
+    slopes, intercepts = _secants(market)
+    return np.min(slopes.reshape((-1,) + (1,) * q.ndim) * q + intercepts.reshape((-1,) + (1,) * q.ndim), axis=0)
 
 
 def _evict(members: np.ndarray, free: int, w: np.ndarray, loss: np.ndarray, need: int) -> np.ndarray | None:
@@ -240,9 +276,12 @@ def point(model: Model, market: Market, x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=float).reshape(market.num_jobs, market.rounds)
     rounds = x.sum(axis=1)
     s = _remaining(market, rounds)
+    p = _progress(market, rounds)
+    values = {"x": x.reshape(-1), "p": p, "s": s, "z": s.max(initial=0.0)}
+    if market.log_bases is not None:
+        values["u"] = utility(market, (market.epochs_done + p) / market.epochs_total)
     vec = np.zeros(model.num_vars)
-    for name, value in (("x", x.reshape(-1)), ("p", _progress(market, rounds)), ("s", s),
-                        ("z", s.max(initial=0.0))):
+    for name, value in values.items():
         vec[model.blocks[name].columns] = value
     return vec
 

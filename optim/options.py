@@ -13,6 +13,9 @@ class SolveOptions:
     """Options every backend maps onto its own parameters.
 
     ``raw`` is passed through verbatim to the solver (names are the solver's own).
+    ``seed``: the solver's random seed (HiGHS ``random_seed``, Gurobi ``Seed``), which
+    picks among equally good pivots and branchings and so among optima that are not
+    unique; solvers without one (Clarabel, the other conic solvers) are deterministic.
     ``start``: a feasible point (one value per column) for MIP solvers to start from.
     ``log_gap`` and ``max_cut_rounds`` steer the tangent-cut outer approximation used
     for log terms on backends without a log cone: the loop stops once
@@ -30,6 +33,7 @@ class SolveOptions:
     max_cut_rounds: int = 200
     raw: dict[str, Any] = field(default_factory=dict)
     start: Any = None
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.method not in ("auto", "simplex", "ipm"):
@@ -40,3 +44,5 @@ class SolveOptions:
                 raise ValueError(f"{name} must be positive, got {value!r}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads!r}")
+        if self.seed is not None and not (isinstance(self.seed, int) and 0 <= self.seed < 2**31):
+            raise ValueError(f"seed must be an integer in [0, 2**31), got {self.seed!r}")

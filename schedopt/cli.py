@@ -322,7 +322,8 @@ def simulate_command(
     reset_interval: float | None = typer.Option(None, help=(
         "Minimum seconds between allocation recomputations [default: 1920; 1000 for Shockwave]")),
     window: str | None = typer.Option(None, help="Measure (and stop after) jobs FIRST:END, e.g. 100:400."),
-    seed: int = typer.Option(0, help="Seed of the generator, the type shuffle and randomized policies."),
+    seed: int = typer.Option(0, help=(
+        "Seed of the generator, the type shuffle, randomized policies and the solver (HiGHS, Gurobi).")),
     lam: float = typer.Option(0.0, help="With --generate: mean seconds between arrivals (0 = all at once)."),
     multi_gpu: bool = typer.Option(False, help="With --generate: Gavel's 1/2/4/8-GPU scale-factor mix."),
     priority_fraction: float = typer.Option(0.0, help="With --generate: fraction of jobs with weight 5."),

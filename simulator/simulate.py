@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 
 from allocators import ProgramClass, make_policy
 from allocators.registry import policy_class
@@ -52,7 +53,8 @@ def simulate(
 
     ``throughputs`` defaults to the built-in example table; ``solver="auto"`` picks
     :func:`default_solver`; ``config_fields`` (``round_length``, ``window``, ``seed``,
-    ``gavel_compat``, ...) build the :class:`SimulationConfig` when ``config`` is None;
+    ``gavel_compat``, ...) build the :class:`SimulationConfig` when ``config`` is None,
+    whose ``seed`` is also the solver's random seed unless ``options`` sets one;
     ``policy_params`` go to the policy's constructor (e.g. ``config`` for ``shockwave``).
     """
     if (trace is None) == (generate is None):
@@ -66,6 +68,9 @@ def simulate(
     elif not isinstance(trace, Trace):
         trace = read_trace(trace)
     workload = build_workload(trace, spec, table)
+    options = options or SolveOptions()
+    if options.seed is None:
+        options = replace(options, seed=config.seed)
     pol = make_policy(policy, default_solver(policy) if solver == "auto" else solver, options,
                       gavel_compat=config.gavel_compat, **_seeded(policy, config.seed), **dict(policy_params or {}))
     price_array = parse_prices(prices, spec) if prices else None

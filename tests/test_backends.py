@@ -203,8 +203,26 @@ def test_time_limit_and_thread_options_reach_highs():
     assert res.status is Status.OPTIMAL
 
 
+def test_the_seed_reaches_highs_and_gurobi():
+    from optim.backends import highs
+
+    canon = ranged_lp("max").canonical()
+    assert highs.load_highs(canon, SolveOptions(seed=7)).getOptionValue("random_seed")[1] == 7
+    assert highs.load_highs(canon, SolveOptions()).getOptionValue("random_seed")[1] == 0
+    gurobipy = pytest.importorskip("gurobipy")
+    from optim.backends import gurobi
+
+    m = gurobipy.Model(env=gurobi.env())
+    gurobi.apply_options(m, SolveOptions(seed=7))
+    assert m.Params.Seed == 7
+    seeded = [solve(ranged_lp("max"), b, SolveOptions(seed=s)).objective for b in ("highs", "gurobi") for s in (1, 2)]
+    assert seeded == pytest.approx([seeded[0]] * 4)
+
+
 def test_invalid_options_are_rejected():
     with pytest.raises(ValueError, match="time_limit"):
         SolveOptions(time_limit=0)
     with pytest.raises(ValueError, match="method"):
         SolveOptions(method="barrier")
+    with pytest.raises(ValueError, match="seed"):
+        SolveOptions(seed=-1)

@@ -17,10 +17,15 @@ from helpers import lp_backends
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from allocators import shockwave as shockwave_policy
 from allocators.planning import EpochProfile, RoundState
 from allocators.remaining_time import RemainingTime
 from allocators.shockwave import Shockwave
-from allocators.shockwave_config import ShockwaveConfig, ShockwaveConfigError, read_shockwave_config
+from allocators.shockwave_config import (
+    ShockwaveConfig,
+    ShockwaveConfigError,
+    read_shockwave_config,
+)
 from formulations import ProblemError
 from formulations.shockwave import (
     LOG_FLOOR,
@@ -52,6 +57,7 @@ from simulator.workload import build_workload
 
 BACKENDS = lp_backends()
 EPS = LOG_FLOOR  # 1e-6 added to normalized progress inside the log
+PUBLISHED_BASES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 def runs(*pieces):
@@ -596,8 +602,37 @@ def test_reorder_moves_the_high_priority_job_first():
 
 # --- 5. properties on random markets -------------------------------------------------------------
 
+@pytest.mark.parametrize("backend", MARKET_BACKENDS)
+def test_published_interpolation_by_hand(backend):
+    # one job alone for one round: 2 epochs of 10, progress 0.2, a base: u = log 0.2; with
+    # 1 epoch (120 s epochs) progress 0.1 sits halfway between log eps at 0 and log 0.2
+    one = dict(gpus=1, rounds=1, scale_factors=[1], epochs_done=[0], epochs_total=[10], remaining_seconds=[0.0],
+               log_bases=PUBLISHED_BASES)
+    check_objective(solve_market(market(epoch_seconds=[60.0], **one), backend), math.log(0.2))
+    check_objective(solve_market(market(epoch_seconds=[120.0], **one), backend),
+                    0.5 * math.log(EPS) + 0.5 * math.log(0.2))
+
+
+@pytest.mark.parametrize("backend", MARKET_BACKENDS)
+def test_published_interpolation_changes_the_choice(backend):
+    # 1 GPU, 1 round of one epoch (+0.1 progress); job 0 at 0.2, job 1 at 0.3 with priority
+    # 1.2. Exact log: job 0 gains log 1.5 = 0.405 > 1.2 log(4/3) = 0.345. Interpolated, both
+    # lie on the segment [0.2, 0.4] of slope (log 0.4 - log 0.2) / 0.2: job 1 gains 1.2x job 0's.
+    m = market(rounds=1, epochs_done=[2, 3], epoch_seconds=[120.0, 120.0], remaining_seconds=[0.0, 0.0],
+               priorities=[1.0, 1.2])
+    assert decode(m, solve_market(m, backend)).ravel().tolist() == [1, 0]
+    published = replace(m, log_bases=PUBLISHED_BASES)
+    assert decode(published, solve_market(published, backend)).ravel().tolist() == [0, 1]
+
+
+def test_market_log_bases_must_rise_from_0_to_1():
+    for bases in [(0.0,), (0.1, 1.0), (0.0, 0.5), (0.0, 0.5, 0.5, 1.0)]:
+        with pytest.raises(ProblemError, match="log bases must rise strictly from 0 to 1"):
+            market(log_bases=bases)
+
+
 @st.composite
-def markets(draw, max_cells: int = 12):
+def markets(draw, max_cells: int = 12, piecewise: bool = True):
     T = draw(st.integers(1, 4))
     N = draw(st.integers(1, min(6, max_cells // T)))
     G = draw(st.integers(1, 4))
@@ -608,7 +643,17 @@ def markets(draw, max_cells: int = 12):
     R = draw(st.lists(st.sampled_from([0.0, 100.0, 900.0, 3000.0]), min_size=N, max_size=N))
     pri = draw(st.one_of(st.none(), st.lists(st.sampled_from([1.0, 1.0, 3.0, 50.0]), min_size=N, max_size=N)))
     k = draw(st.sampled_from([0.0, 1e-3, 1e-1, 10.0]))
-    return Market(G, T, 120.0, np.minimum(w, G), c, E, ebar, R, k, priorities=pri)
+    bases = draw(st.sampled_from([None, None, PUBLISHED_BASES, (0.0, 0.5, 1.0)])) if piecewise else None
+    return Market(G, T, 120.0, np.minimum(w, G), c, E, ebar, R, k, priorities=pri, log_bases=bases)
+
+
+def true_utility(m: Market, q: np.ndarray) -> np.ndarray:
+    """log(q + ε), or the published interpolation of log through the market's bases
+    (log ε at 0), computed independently of the formulation."""
+    if m.log_bases is None:
+        return np.log(q + m.log_floor)
+    bases = np.array(m.log_bases)
+    return np.interp(q, bases, np.log(np.where(bases > 0, bases, m.log_floor)))
 
 
 def brute_force_optimum(m: Market) -> float:
@@ -619,14 +664,14 @@ def brute_force_optimum(m: Market) -> float:
     fits = ((m.scale_factors[None, :, None] * bits).sum(axis=1) <= m.gpus).all(axis=1)
     n = bits[fits].sum(axis=2)
     p = np.minimum(m.epochs_left, m.round_length * n / m.epoch_seconds)
-    utility = (m.priorities / (N * T) * np.log((m.epochs_done + p) / m.epochs_total + m.log_floor)).sum(axis=1)
+    utility = (m.priorities / (N * T) * true_utility(m, (m.epochs_done + p) / m.epochs_total)).sum(axis=1)
     makespan = np.maximum(0.0, (m.remaining_seconds - m.epoch_seconds * p).max(axis=1))
     return float((utility - m.k * makespan).max())
 
 
 def objective_at(m: Market, x: np.ndarray, p: np.ndarray) -> float:
     N, T = m.num_jobs, m.rounds
-    utility = (m.priorities / (N * T) * np.log((m.epochs_done + p) / m.epochs_total + m.log_floor)).sum()
+    utility = (m.priorities / (N * T) * true_utility(m, (m.epochs_done + p) / m.epochs_total)).sum()
     return float(utility - m.k * max(0.0, (m.remaining_seconds - m.epoch_seconds * p).max()))
 
 
@@ -849,6 +894,16 @@ def test_planner_replans_when_the_window_runs_out():
     assert solved == [True, False, True, False, True]
 
 
+@pytest.mark.parametrize("compat, expected", [(False, None), (True, (0.0, 0.5, 1.0))])
+def test_planner_uses_the_published_interpolation_under_gavel_compat(monkeypatch, compat, expected):
+    seen = []
+    build_market = shockwave_policy.market_program.build
+    monkeypatch.setattr(shockwave_policy.market_program, "build", lambda m: seen.append(m) or build_market(m))
+    policy = Shockwave(config=ShockwaveConfig(rounds=2, log_bases=(0.0, 0.5, 1.0)), gavel_compat=compat)
+    policy.plan(round_state(0, [0, 1], [0, 0]))
+    assert seen and all(m.log_bases == expected for m in seen)
+
+
 def test_planner_with_no_jobs_plans_nothing():
     plan = Shockwave(config=ShockwaveConfig(rounds=2)).plan(round_state(0, [], []))
     assert plan.jobs.size == 0 and not plan.solved
@@ -906,7 +961,7 @@ def test_round_planner_refuses_one_shot_allocation():
 # --- 7. cross-backend agreement ------------------------------------------------------------------
 
 @settings(max_examples=12)
-@given(markets(max_cells=9))
+@given(markets(max_cells=9, piecewise=False))
 def test_highs_cuts_and_gurobi_log_agree_on_random_markets(m):
     if gurobi_problem():
         pytest.skip(gurobi_problem())
@@ -985,7 +1040,7 @@ def test_every_published_configuration_reads(shared_data):
         k, lam = PUBLISHED[path.name]
         cfg = read_shockwave_config(path)
         assert cfg == ShockwaveConfig(rounds=20, k=k, lam=lam, rho_max=1.0, mip_gap=1e-3, time_limit=15.0,
-                                      reoptimize_every=8, oracle=False), path.name
+                                      reoptimize_every=8, oracle=False, log_bases=PUBLISHED_BASES), path.name
         assert isinstance(cfg.rounds, int)
 
 
@@ -1001,6 +1056,9 @@ def test_every_published_configuration_reads(shared_data):
         ('{"future_rounds": 2.5}', r"invalid rounds=2.5"),
         ('[1, 2]', r"expected a JSON object"),
         ('{"oracle": 1}', r"key 'oracle': expected true or false, got 1"),
+        ('{"log_approximation_bases": 0.2}', r"key 'log_approximation_bases': expected a list of numbers"),
+        ('{"log_approximation_bases": [0.2, 1.0]}', r"invalid log_bases=\(0.2, 1.0\)"),
+        ('{"log_approximation_bases": [0, 0.6, 0.4, 1]}', r"invalid log_bases"),
     ],
 )
 def test_malformed_configuration_names_the_file_and_key(tmp_path, text, message):
@@ -1015,9 +1073,10 @@ def test_configuration_keys_map_to_fields(tmp_path):
     path = tmp_path / "mine.json"
     path.write_text(json.dumps({"future_rounds": 5, "k": 2.5, "lambda": 3, "rhomax": 1.5, "solver_rel_gap": 0.01,
                                 "solver_timeout": 2, "reoptimize_every": 4, "gpu_ram": 16, "num_gpus": 32,
-                                "oracle": True}))
+                                "oracle": True, "log_approximation_bases": [0, 0.5, 1]}))
     assert read_shockwave_config(path) == ShockwaveConfig(rounds=5, k=2.5, lam=3, rho_max=1.5, mip_gap=0.01,
-                                                          time_limit=2, reoptimize_every=4, oracle=True)
+                                                          time_limit=2, reoptimize_every=4, oracle=True,
+                                                          log_bases=(0.0, 0.5, 1.0))
     with pytest.raises(ShockwaveConfigError, match=r"nope.json: cannot read"):
         read_shockwave_config(tmp_path / "nope.json")
 

@@ -128,6 +128,22 @@ def test_window_stops_the_run_once_its_jobs_are_done():
     assert res.summary["jobs_completed"] < 40
 
 
+def test_the_simulation_seed_is_the_solvers_unless_options_set_one(monkeypatch):
+    import simulator.simulate as simulate_module
+    from optim import SolveOptions
+
+    seen = []
+    real = simulate_module.make_policy
+    monkeypatch.setattr(simulate_module, "make_policy", lambda name, solver, options, **kw: seen.append(options.seed)
+                        or real(name, solver, options, **kw))
+    table = example_table()
+    trace = generate_trace(table, 4, seed=0)
+    simulate(trace, policy="max_min_fairness_perf", solver="highs", cluster="v100=2", throughputs=table, seed=3)
+    simulate(trace, policy="max_min_fairness_perf", solver="highs", cluster="v100=2", throughputs=table, seed=3,
+             options=SolveOptions(seed=5))
+    assert seen == [3, 5]
+
+
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_every_policy_simulates(policy):
     table = example_table()

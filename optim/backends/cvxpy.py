@@ -25,6 +25,7 @@ _PACKAGES = {"CLARABEL": "clarabel", "SCS": "scs", "ECOS": "ecos", "HIGHS": "hig
 _TIME_LIMIT = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "HIGHS": "time_limit",
                "GUROBI": "TimeLimit"}
 _MIP_GAP = {"HIGHS": "mip_rel_gap", "GUROBI": "MIPGap"}
+_SEED = {"HIGHS": "random_seed", "GUROBI": "Seed"}
 
 
 #: inner solvers that are first-order methods (approximate solutions and duals)
@@ -151,6 +152,8 @@ def _solver_kwargs(inner: str, options: SolveOptions) -> dict:
         kwargs[_TIME_LIMIT[inner]] = options.time_limit
     if options.mip_gap is not None and inner in _MIP_GAP:
         kwargs[_MIP_GAP[inner]] = options.mip_gap
+    if options.seed is not None and inner in _SEED:
+        kwargs[_SEED[inner]] = options.seed
     if options.threads is not None and inner == "GUROBI":
         kwargs["Threads"] = options.threads
     kwargs.update(options.raw)

@@ -128,6 +128,8 @@ def apply_options(m, options: SolveOptions) -> None:
         p.TimeLimit = options.time_limit
     if options.mip_gap is not None:
         p.MIPGap = options.mip_gap
+    if options.seed is not None:
+        p.Seed = options.seed
     if options.method != "auto":
         p.Method = {"simplex": 1, "ipm": 2}[options.method]
     if options.feasibility_tol is not None:

@@ -111,6 +111,8 @@ def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
         h.setOptionValue("time_limit", float(options.time_limit))
     if options.mip_gap is not None:
         h.setOptionValue("mip_rel_gap", float(options.mip_gap))
+    if options.seed is not None:
+        h.setOptionValue("random_seed", int(options.seed))
     method = highs_lp_method(options, model)
     if method is not None:
         h.setOptionValue("solver", method)

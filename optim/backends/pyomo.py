@@ -21,8 +21,8 @@ DEFAULT_INNER = "highs"
 _SOLVERS = {"highs": "appsi_highs", "gurobi": "gurobi_direct"}
 _PACKAGES = {"highs": "highspy", "gurobi": "gurobipy"}
 _OPTION_NAMES = {
-    "highs": {"time_limit": "time_limit", "mip_gap": "mip_rel_gap", "threads": "threads"},
-    "gurobi": {"time_limit": "TimeLimit", "mip_gap": "MIPGap", "threads": "Threads"},
+    "highs": {"time_limit": "time_limit", "mip_gap": "mip_rel_gap", "threads": "threads", "seed": "random_seed"},
+    "gurobi": {"time_limit": "TimeLimit", "mip_gap": "MIPGap", "threads": "Threads", "seed": "Seed"},
 }
 
 
@@ -71,7 +71,7 @@ class PyomoBackend(Backend):
             m = _translate(model)
             opt = pyo.SolverFactory(_SOLVERS[self.inner])
             names = _OPTION_NAMES[self.inner]
-            for field in ("time_limit", "mip_gap", "threads"):
+            for field in ("time_limit", "mip_gap", "threads", "seed"):
                 value = getattr(options, field)
                 if value is not None:
                     opt.options[names[field]] = value
