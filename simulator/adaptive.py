@@ -62,7 +62,8 @@ class AdaptiveJobs:
             self.models.append(model)
             if bs is None or model not in DATASET_SIZES:  # one epoch: the whole job
                 self.spe[i] = max(1, int(tr.total_steps[i]))
-                schedules.append((np.zeros(1, dtype=np.int64), np.array([tr.total_steps[i] / workload.rates[i, ref[i]]])))
+                duration = tr.total_steps[i] / workload.rates[i, ref[i]]
+                schedules.append((np.zeros(1, dtype=np.int64), np.array([duration])))
                 continue
             self.b0[i] = bs
             self.spe[i] = steps_per_epoch(model, bs)
@@ -92,10 +93,8 @@ class AdaptiveJobs:
                                     np.concatenate([s[0] for s in schedules]),
                                     np.concatenate([s[1] for s in schedules]))
         self._pending = np.zeros(J, dtype=np.int64)
-
-    @property
-    def any(self) -> bool:
-        return bool(self.adapts.any())
+        #: some job changes its batch size
+        self.adapting = bool(self.adapts.any())
 
     def _rates_at(self, model: str, batch_sizes: np.ndarray, scale: int) -> np.ndarray:
         """(len(batch_sizes), n) rates on the cluster's types; a row of NaN where the table

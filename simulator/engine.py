@@ -338,8 +338,11 @@ class Engine:
         scale = c.scale[rows]
         placed = self.placement.place(rows, types, scale)
         members = c.members[rows]
-        job_row, slot = np.nonzero(members >= 0)
-        jobs = members[job_row, slot]
+        if (members[:, 1] < 0).all():  # single jobs only: one member per row, in slot 0
+            job_row, slot, jobs = np.arange(rows.size), np.zeros(rows.size, dtype=np.int64), members[:, 0]
+        else:
+            job_row, slot = np.nonzero(members >= 0)
+            jobs = members[job_row, slot]
         job_type = types[job_row]
         rate = c.rates[rows[job_row], job_type, slot]
         if cfg.unconsolidated:
@@ -350,7 +353,8 @@ class Engine:
             ran_before = np.zeros(w.num_jobs, dtype=bool)
             ran_before[previous.jobs] = True
             resumed = ~ran_before[jobs] & (self.rounds > 1 or not cfg.gavel_compat)
-        upfront = np.where(resumed & (not cfg.gavel_compat), cfg.overhead, 0.0)
+        upfront = (np.where(resumed, cfg.overhead, 0.0) if cfg.overhead and not cfg.gavel_compat
+                   else np.zeros(jobs.size))
         left = self.jobs.total_steps[jobs] - rec.steps[jobs]
         steps = np.minimum(np.floor(rate * (cfg.round_length - upfront)), left)
         steps = np.maximum(steps, 1).astype(np.int64)
@@ -388,7 +392,7 @@ class Engine:
             outcome = self.executor.execute(leases)
             outcome.check(leases)
             steps, failed, reasons = outcome.steps, outcome.failed, outcome.reasons
-        if run.charge.any():
+        if cfg.gavel_compat and run.charge.any():
             late = run.charge & (ran > cfg.round_length - 5.0) & (ran > 0)
             kept = np.where(late, (ran - cfg.overhead) / np.where(ran > 0, ran, 1.0), 1.0)
             steps = np.floor(steps * kept).astype(np.int64)
@@ -398,9 +402,12 @@ class Engine:
         rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
         complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
         forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs])
-        dead = (self._count_failures(leases, failed, rec) & ~(complete | forced) if failed is not None
-                else np.zeros(jobs.size, dtype=bool))
-        switched = self.jobs.after_round(jobs[~(complete | forced | dead)], rec.steps)
+        done = complete | forced
+        dead = None
+        if failed is not None:
+            dead = self._count_failures(leases, failed, rec) & ~done
+            done |= dead
+        switched = self.jobs.after_round(jobs[~done], rec.steps) if self.jobs.adapting else _NONE
         if switched.size:  # the published rules round progress up to whole epochs: maybe the last
             complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
             forced &= ~complete
@@ -410,7 +417,7 @@ class Engine:
             rec.finish[finished] = run.finish[r[done]]
             rec.done[finished] = True
             rec.forced[jobs[forced]] = True
-        if dead.any():
+        if dead is not None and dead.any():
             self._end_failed(jobs[dead], reasons, rec)
             finished = np.concatenate([finished, jobs[dead]])
         if switched.size:
@@ -435,6 +442,9 @@ class Engine:
         rec.failed[jobs] = True
         for job in jobs.tolist():
             rec.notes[f"job {job} failed after {MAX_FAILED_LEASES} failed leases; last: {reasons[job]}"] = None
+
+
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,8 @@ def read_jobs_csv(path: str | os.PathLike, table: ThroughputTable) -> JobSet:
         raise JobsFileError(f"{src}: job_id values are not unique")
     steps_given = [not math.isnan(v) for v in steps]
     if any(steps_given) and not all(steps_given):
-        raise JobsFileError(f"{src}:{steps_given.index(False) + 2}: total_steps: missing (give it for every job or none)")
+        line = steps_given.index(False) + 2
+        raise JobsFileError(f"{src}:{line}: total_steps: missing (give it for every job or none)")
     return JobSet(np.array(ids), tuple(models), np.array(scales), np.array(weights, dtype=float), np.array(keys),
                   total_steps=np.array(steps) if all(steps_given) else None,
                   slo=np.array(slos) if np.isfinite(slos).any() else None)

@@ -33,6 +33,7 @@ class Mechanism:
                  skip_zero_priority: bool = False):
         self.combos = combos
         self.capacities = np.asarray(capacities, dtype=np.int64)
+        self._capacities = self.capacities.tolist()
         self.half_round = round_length / 2.0
         self.reset_interval = reset_interval
         self.skip_zero_priority = skip_zero_priority
@@ -85,21 +86,24 @@ class Mechanism:
         walk = cand.k[np.lexsort((cand.tie, -prio, type_rank))].tolist()
         first, second, scale = cand.first, cand.second, cand.scale
         taken: set[int] = set()
+        take = taken.add
         chosen, chosen_types = [], []
         begin = 0
         for t, end in zip(type_order, ends):
-            left = int(self.capacities[t])
+            left = self._capacities[t]
+            picked = len(chosen)
             for i in walk[begin:end]:
-                if left == 0:
-                    break
-                if first[i] in taken or second[i] in taken or scale[i] > left:
+                job = first[i]
+                if job in taken or scale[i] > left or (cand.pairs and second[i] in taken):
                     continue
                 left -= scale[i]
-                taken.add(first[i])
-                if second[i] >= 0:
-                    taken.add(second[i])
+                take(job)
+                if cand.pairs and second[i] >= 0:
+                    take(second[i])
                 chosen.append(i)
-                chosen_types.append(t)
+                if left == 0:
+                    break
+            chosen_types += [t] * (len(chosen) - picked)
             begin = end
         return rows[np.asarray(chosen, dtype=np.int64)], np.asarray(chosen_types, dtype=np.int64)
 
@@ -110,7 +114,7 @@ class _Candidates:
     and its GPUs fit the type (and, for FIFO policies, it has an allocation there).
     ``alloc`` is 0 where the priority is 0 (no allocation, not in the last one, or the row
     cannot run there); ``tie`` ranks the candidates by (deficit, allocation) descending, then
-    row, the order among equal priorities."""
+    row, the order among equal priorities; ``pairs``: some row is a pair of jobs."""
 
     k: np.ndarray
     j: np.ndarray
@@ -120,6 +124,7 @@ class _Candidates:
     first: list[int]
     second: list[int]
     scale: list[int]
+    pairs: bool
     _orders: dict = field(default_factory=dict)
 
     @classmethod
@@ -135,7 +140,8 @@ class _Candidates:
         tie[np.lexsort((k, -alloc[k, j], -c.deficit[rows_k, j]))] = np.arange(k.size)
         members = c.members[rows]
         return cls(k, j, rows_k, np.where(can_run[k, j], alloc[k, j], 0.0), tie,
-                   members[:, 0].tolist(), members[:, 1].tolist(), c.scale[rows].tolist())
+                   members[:, 0].tolist(), members[:, 1].tolist(), c.scale[rows].tolist(),
+                   bool((members[:, 1] >= 0).any()))
 
     def by_type(self, type_order: list[int]) -> tuple[np.ndarray, list[int]]:
         """Each candidate's position of its type in ``type_order``, and where each type's

@@ -34,44 +34,40 @@ class Placement:
 
     def place(self, rows: np.ndarray, types: np.ndarray, scale: np.ndarray) -> Placed:
         """GPUs for the selected ``rows`` (on ``types``, needing ``scale`` GPUs each); the
-        placement becomes the previous one for the next round."""
+        placement becomes the previous one for the next round.
+
+        One pass over the rows by (type, scale descending, selection order): each
+        (type, scale) group first extends the leases it can, then hands out GPUs anew. Last
+        round's GPU sets are disjoint, so an extension only has to avoid GPUs handed out
+        anew on its type, and a single-GPU-server type hands out its lowest free ids."""
         k = rows.shape[0]
         gpus: list[tuple[int, ...]] = [()] * k
         extended = [False] * k
         rows_l, types_l, scale_l = rows.tolist(), types.tolist(), scale.tolist()
-        groups: dict[int, dict[int, list[int]]] = {}
-        for i in range(k):
-            groups.setdefault(types_l[i], {}).setdefault(scale_l[i], []).append(i)
         previous = self.previous
-        for j in sorted(groups):
-            per, width = int(self.per_server[j]), int(self.capacities[j])
-            used: set[int] = set()
-            fresh = False  # GPUs handed out anew on this type (last round's sets are disjoint)
-            by_scale = groups[j]
-            for s in sorted(by_scale, reverse=True):
-                rest = []
-                for i in by_scale[s]:
-                    prev = previous.get(rows_l[i])
-                    if (prev is not None and prev[0] == j and len(prev[1]) == s
-                            and (not fresh or used.isdisjoint(prev[1]))):
-                        gpus[i], extended[i] = prev[1], True
-                        used.update(prev[1])
-                    else:
-                        rest.append(i)
-                if not rest:
-                    continue
-                fresh = True
-                if per == 1:
-                    free = [g for g in range(width) if g not in used]
-                    for n, i in enumerate(rest):
-                        gpus[i] = tuple(free[n * s:(n + 1) * s])
-                    used.update(free[: len(rest) * s])
-                else:
-                    mask = np.ones(width, dtype=bool)
-                    mask[list(used)] = False
-                    for i in rest:
-                        gpus[i] = self._take(mask, s, per)
-                    used.update(np.flatnonzero(~mask).tolist())
+        order = np.lexsort((-scale, types)).tolist() if k > 1 else list(range(k))
+        order.append(-1)  # ends the last group
+        group, used, fresh, cursor = (-1, -1), [], False, 0
+        rest: list[int] = []
+        for i in order:
+            key = (types_l[i], scale_l[i]) if i >= 0 else (-1, -1)
+            if key != group or i < 0:
+                if rest:
+                    cursor = self._hand_out(rest, group, used, cursor, gpus)
+                    fresh, rest = True, []
+                if i < 0:
+                    break
+                if key[0] != group[0]:
+                    used, fresh, cursor = [False] * int(self.capacities[key[0]]), False, 0
+                group = key
+            prev = previous.get(rows_l[i])
+            if (prev is not None and prev[0] == key[0] and len(prev[1]) == key[1]
+                    and not (fresh and any(used[g] for g in prev[1]))):
+                gpus[i], extended[i] = prev[1], True
+                for g in prev[1]:
+                    used[g] = True
+            else:
+                rest.append(i)
         self.previous = dict(zip(rows_l, zip(types_l, gpus)))
         if self.single_gpu_servers:
             servers = np.asarray(scale, dtype=np.int64)
@@ -81,21 +77,43 @@ class Placement:
                                dtype=np.int64)
         return Placed(gpus, np.array(extended, dtype=bool), servers)
 
+    def _hand_out(self, rest: list[int], group: tuple[int, int], used: list[bool], cursor: int,
+                  gpus: list[tuple[int, ...]]) -> int:
+        """GPUs anew for the rows ``rest`` of one (type, scale) group, marked in ``used``;
+        single-GPU servers: the lowest free ids, found from ``cursor`` (every id below it is
+        taken). Returns the new cursor."""
+        j, s = group
+        per = int(self.per_server[j])
+        if per == 1:
+            for i in rest:
+                taken = []
+                while len(taken) < s:
+                    if not used[cursor]:
+                        used[cursor] = True
+                        taken.append(cursor)
+                    cursor += 1
+                gpus[i] = tuple(taken)
+            return cursor
+        mask = ~np.array(used, dtype=bool)
+        for i in rest:
+            gpus[i] = self._take(mask, s, per)
+        used[:] = (~mask).tolist()
+        return cursor
+
     @staticmethod
     def _take(free: np.ndarray, s: int, per_server: int) -> tuple[int, ...]:
-        if per_server == 1:
-            picked = np.flatnonzero(free)[:s]
+        """``s`` GPUs from the ``free`` mask (updated) on servers of ``per_server``: the
+        fullest server with room for all of them, else the servers with most room in turn."""
+        pad = (-free.size) % per_server
+        grid = np.concatenate([free, np.zeros(pad, dtype=bool)]).reshape(-1, per_server)
+        room = grid.sum(axis=1)
+        fits = np.flatnonzero(room >= s)
+        if fits.size:
+            server = fits[np.argmin(room[fits])]
+            picked = server * per_server + np.flatnonzero(grid[server])[:s]
         else:
-            pad = (-free.size) % per_server
-            grid = np.concatenate([free, np.zeros(pad, dtype=bool)]).reshape(-1, per_server)
-            room = grid.sum(axis=1)
-            fits = np.flatnonzero(room >= s)
-            if fits.size:
-                server = fits[np.argmin(room[fits])]
-                picked = server * per_server + np.flatnonzero(grid[server])[:s]
-            else:
-                order = np.argsort(-room, kind="stable")
-                cells = np.concatenate([srv * per_server + np.flatnonzero(grid[srv]) for srv in order])
-                picked = cells[:s]
+            order = np.argsort(-room, kind="stable")
+            cells = np.concatenate([srv * per_server + np.flatnonzero(grid[srv]) for srv in order])
+            picked = cells[:s]
         free[picked] = False
         return tuple(picked.tolist())

@@ -223,7 +223,10 @@ def table_from_gavel_dict(raw, src: str = "<memory>") -> ThroughputTable:
 def table_to_gavel_dict(table: ThroughputTable) -> dict:
     """The table in Gavel's JSON layout (NaN entries omitted)."""
     out: dict[str, dict] = {}
-    fmt = lambda key: repr((key[0], key[1]))
+
+    def fmt(key) -> str:
+        return repr((key[0], key[1]))
+
     by_first: dict[int, list[int]] = {}
     for p, (a, _) in enumerate(table.pair_keys):
         by_first.setdefault(a, []).append(p)
