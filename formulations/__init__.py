@@ -21,6 +21,6 @@ from .problem import Allocation, AllocationProblem, JobPairs, ProblemError
 
 __all__ = [
     "Allocation", "AllocationProblem", "JobPairs", "ProblemError", "allocation_violations", "certificate_gap",
-    "chronus", "combinations", "elasticflow", "finish_time_fairness", "max_min_fairness", "max_sum_throughput", "min_total_duration",
-    "rates", "water_filling",
+    "chronus", "combinations", "elasticflow", "finish_time_fairness", "max_min_fairness", "max_sum_throughput",
+    "min_total_duration", "rates", "water_filling",
 ]

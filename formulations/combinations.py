@@ -16,6 +16,7 @@ the packed space has m + P columns per type, never m².
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,15 +30,19 @@ from .rates import pair_runnable, runnable
 
 @dataclass(frozen=True)
 class Combinations:
-    """``incidence`` (m, C): job i belongs to c; ``rates`` (m, C·n): the map E above;
-    ``scale`` (C,): GPUs per combination; ``runnable`` (C, n). Rows m.. of x are
-    ``problem.pairs`` in order (packed spaces only)."""
+    """``incidence`` (m, C): job i belongs to c; ``rate_arrays`` (m, C·n): the map E
+    above (``rates`` as a scipy matrix); ``scale`` (C,): GPUs per combination; ``runnable``
+    (C, n). Rows m.. of x are ``problem.pairs`` in order (packed spaces only)."""
 
     problem: AllocationProblem
     incidence: CsrArrays
-    rates: sp.csr_matrix
+    rate_arrays: CsrArrays
     scale: np.ndarray
     runnable: np.ndarray
+
+    @cached_property
+    def rates(self) -> sp.csr_matrix:
+        return self.rate_arrays.to_csr()
 
     @property
     def num_combinations(self) -> int:
@@ -62,13 +67,16 @@ class Combinations:
         model.add_rows("time_budget", {x: per_type}, hi=1.0, keys=job_ids)
         return x
 
-    def throughput_map(self, row_scale: np.ndarray | None = None) -> sp.csr_matrix:
+    def throughput_rows(self, row_scale: np.ndarray | None = None) -> CsrArrays:
         """``diag(row_scale) E``: job i's (scaled) throughput as a row over ``vec(x)``."""
+        r = self.rate_arrays
         if row_scale is None:
-            return self.rates
-        r = self.rates
-        scaled = r.data * np.broadcast_to(row_scale, (r.shape[0],))[expand_pointers(r.indptr)]
-        return sp.csr_matrix((scaled, r.indices, r.indptr), shape=r.shape)
+            return r
+        return r._replace(data=r.data * np.broadcast_to(row_scale, (r.shape[0],))[expand_pointers(r.indptr)])
+
+    def throughput_map(self, row_scale: np.ndarray | None = None) -> sp.csr_matrix:
+        """:meth:`throughput_rows` as a scipy matrix (for slicing and arithmetic)."""
+        return self.rates if row_scale is None else self.throughput_rows(row_scale).to_csr()
 
     def allocation(self, x: np.ndarray, policy: str, **fields) -> Allocation:
         """An Allocation from combination shares ``x`` (C, n) (noise clipped into [0, runnable])."""
@@ -125,8 +133,7 @@ def singles(problem: AllocationProblem, throughputs: np.ndarray | None = None) -
     T = problem.throughputs if throughputs is None else throughputs
     m, n = T.shape
     keep = T > 0
-    rates = sp.csr_matrix((T[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep.sum(axis=1))])),
-                          shape=(m, m * n))
+    rates = CsrArrays(T[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep.sum(axis=1))]), (m, m * n))
     identity = CsrArrays(np.ones(m), np.arange(m), np.arange(m + 1), (m, m))
     return Combinations(problem, identity, rates, problem.scale_factors.copy(), runnable(problem))
 
@@ -145,7 +152,7 @@ def packed(problem: AllocationProblem) -> Combinations:
     cols = np.concatenate([_cells(n, np.arange(m)), _cells(n, pair_cols), _cells(n, pair_cols)])
     vals = np.concatenate([T.reshape(-1), pairs.rates[:, :, 0].reshape(-1), pairs.rates[:, :, 1].reshape(-1)])
     keep = vals > 0
-    rates = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(m, C * n))
+    rates = CsrArrays.of(sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(m, C * n)))
     scale = np.concatenate([problem.scale_factors, problem.scale_factors[pairs.first]])
     return Combinations(problem, incidence, rates, scale, np.vstack([runnable(problem), pair_runnable(problem)]))
 

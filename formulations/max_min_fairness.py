@@ -56,7 +56,7 @@ def space(problem: AllocationProblem, variant: Variant) -> Combinations:
     return combinations.packed(problem) if variant == "packed" else combinations.singles(problem, T)
 
 
-def add_max_min(model: Model, x, share: sp.csr_matrix, keys: np.ndarray | None = None) -> None:
+def add_max_min(model: Model, x, share: sp.csr_matrix | CsrArrays, keys: np.ndarray | None = None) -> None:
     """``maximize z  s.t.  z <= (share vec(x))_i`` for every row i of ``share`` (row keys ``keys``)."""
     z = model.add_variables("z", 1, lb=-np.inf)
     model.add_rows("fairness", {z: np.ones((share.shape[0], 1)), x: CsrArrays.of(share, -1.0)}, hi=0.0, keys=keys)
@@ -69,7 +69,7 @@ def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
     model = Model(f"max_min_fairness[{variant}]")
     x = combos.add_allocation(model)
     k = share_scale(problem, effective_throughputs(problem, variant))
-    add_max_min(model, x, combos.throughput_map(k), problem.job_ids)
+    add_max_min(model, x, combos.throughput_rows(k), problem.job_ids)
     return model
 
 

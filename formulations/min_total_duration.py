@@ -5,8 +5,9 @@
 ``u = 1 / makespan``: every job finishes its R_i remaining steps within 1/u seconds at
 its allocated rate. For conditioning, rows are divided by R_i and u is measured in units
 of ``1 / S``, S = the longest time any job needs alone at its best rate (a makespan lower
-bound), so the LP's u is O(1) and the makespan is S / u. Variants: "perf" (measured rates), "agnostic" (the reference-type
-rate on every type, see :mod:`formulations.rates`), "packed" (plus co-located pairs).
+bound), so the LP's u is O(1) and the makespan is S / u. Variants: "perf" (measured
+rates), "agnostic" (the reference-type rate on every type, see :mod:`formulations.rates`),
+"packed" (plus co-located pairs).
 The allocation's objective is the makespan 1/u in seconds.
 
 The published Gavel policy instead bisects on the makespan T over the feasibility

@@ -110,42 +110,40 @@ class AllocationProblem:
             raise ProblemError(f"duplicate worker types in {self.worker_types}")
         if self.capacities.shape != (n,):
             raise ProblemError(f"capacities: expected {n} values, got shape {self.capacities.shape}")
-        bad = np.flatnonzero(~(self.capacities > 0) | ~np.isfinite(self.capacities))
-        if bad.size:
-            j = bad[0]
+        j = _first_bad((self.capacities > 0) & np.isfinite(self.capacities))
+        if j is not None:
             raise ProblemError(f"worker type {self.worker_types[j]!r}: capacity must be > 0, got {self.capacities[j]}")
         for name in ("scale_factors", "weights"):
             if getattr(self, name).shape != (m,):
                 raise ProblemError(f"{name}: expected {m} values, got shape {getattr(self, name).shape}")
         if len(self.job_types) != m:
             raise ProblemError(f"job_types: expected {m} values, got {len(self.job_types)}")
-        if len(np.unique(self.job_ids)) != m:
+        ids = self.job_ids
+        if not (ids[1:] > ids[:-1]).all() and len(np.unique(ids)) != m:  # increasing ids (the usual case) are unique
             raise ProblemError("job ids are not unique")
         if self.throughputs.shape != (m, n):
             raise ProblemError(f"throughputs: expected shape ({m}, {n}), got {self.throughputs.shape}")
-        bad = np.flatnonzero(self.scale_factors < 1)
-        if bad.size:
-            raise ProblemError(f"{self.describe_job(bad[0])}: scale factor must be >= 1")
-        bad = np.flatnonzero(~(self.weights > 0) | ~np.isfinite(self.weights))
-        if bad.size:
-            raise ProblemError(f"{self.describe_job(bad[0])}: weight must be > 0, got {self.weights[bad[0]]}")
+        i = _first_bad(self.scale_factors >= 1)
+        if i is not None:
+            raise ProblemError(f"{self.describe_job(i)}: scale factor must be >= 1")
+        i = _first_bad((self.weights > 0) & np.isfinite(self.weights))
+        if i is not None:
+            raise ProblemError(f"{self.describe_job(i)}: weight must be > 0, got {self.weights[i]}")
         T = self.throughputs
-        bad_cells = np.argwhere(~np.isfinite(T) | (T < 0))
-        if bad_cells.size:
-            i, j = bad_cells[0]
+        cell = _first_bad(np.isfinite(T) & (T >= 0))
+        if cell is not None:
+            i, j = divmod(cell, n)
             raise ProblemError(
                 f"{self.describe_job(i)}: throughput on {self.worker_types[j]} is {T[i, j]} "
                 "(must be finite and >= 0)"
             )
-        stuck = np.flatnonzero(T.max(axis=1, initial=0.0) <= 0)
-        if stuck.size:
-            raise ProblemError(f"{self.describe_job(stuck[0])}: zero throughput on every worker type")
-        fits = (T > 0) & (self.scale_factors[:, None] <= self.capacities[None, :])
-        too_big = np.flatnonzero(~fits.any(axis=1))
-        if too_big.size:
-            raise ProblemError(
-                f"{self.describe_job(too_big[0])}: needs more GPUs than any worker type it can run on has"
-            )
+        positive = T > 0
+        i = _first_bad(positive.any(axis=1))
+        if i is not None:
+            raise ProblemError(f"{self.describe_job(i)}: zero throughput on every worker type")
+        i = _first_bad((positive & (self.scale_factors[:, None] <= self.capacities[None, :])).any(axis=1))
+        if i is not None:
+            raise ProblemError(f"{self.describe_job(i)}: needs more GPUs than any worker type it can run on has")
 
     def _validate_optional(self) -> None:
         m, n = self.num_jobs, self.num_types
@@ -160,9 +158,9 @@ class AllocationProblem:
                 continue
             if value.shape != (size,):
                 raise ProblemError(f"{name}: expected {size} values, got shape {value.shape}")
-            bad = np.flatnonzero(~ok(value))
-            if bad.size:
-                raise ProblemError(f"{self.describe_job(bad[0])}: {name} {rule}, got {value[bad[0]]}")
+            i = _first_bad(ok(value))
+            if i is not None:
+                raise ProblemError(f"{self.describe_job(i)}: {name} {rule}, got {value[i]}")
         if self.prices is not None:
             if self.prices.shape != (n,):
                 raise ProblemError(f"prices: expected {n} values, got shape {self.prices.shape}")
@@ -245,3 +243,8 @@ class Allocation:
         if self.pair_x is not None:
             used = used + self.problem.scale_factors[self.problem.job_pairs().first] @ self.pair_x
         return used
+
+
+def _first_bad(ok: np.ndarray) -> int | None:
+    """The flat index of the first False in ``ok``; None when all hold (one pass)."""
+    return None if ok.all() else int(np.flatnonzero(~ok.reshape(-1))[0])

@@ -24,11 +24,16 @@ class CsrArrays(NamedTuple):
     shape: tuple[int, int]
 
     @classmethod
-    def of(cls, matrix: sp.csr_matrix, scale: float = 1.0) -> CsrArrays:
-        """``scale * matrix`` of a scipy sparse matrix (converted to CSR if it is not)."""
-        if matrix.format != "csr":
+    def of(cls, matrix: sp.csr_matrix | CsrArrays, scale: float = 1.0) -> CsrArrays:
+        """``scale * matrix`` of a scipy sparse matrix (converted to CSR if it is not) or of
+        CSR arrays."""
+        if not isinstance(matrix, CsrArrays) and matrix.format != "csr":
             matrix = matrix.tocsr()
         return cls(matrix.data * scale, matrix.indices, matrix.indptr, matrix.shape)
+
+    def to_csr(self) -> sp.csr_matrix:
+        """The scipy matrix (it checks the arrays)."""
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
 
     def rows(self) -> np.ndarray:
         """The row index of every stored entry."""

@@ -145,6 +145,7 @@ class Engine:
         factor = cfg.max_runtime_factor
         self.deadline = np.floor(np.floor(iso) * factor) if factor else np.full(iso.shape, np.inf)
         self.single_row = np.full(workload.num_jobs, -1, dtype=np.int64)
+        self._slo_deadlines = workload.slo_deadlines()
         self.admitted = np.full(workload.num_jobs, np.nan)
         self.rounds = 0
 
@@ -259,10 +260,11 @@ class Engine:
             local = np.full(w.num_jobs, -1, dtype=np.int64)
             local[jobs] = np.arange(jobs.size)
             pairs = JobPairs(local[c.members[pair_rows, 0]], local[c.members[pair_rows, 1]], c.rates[pair_rows])
-        slo = w.slo_deadlines()[jobs] - now
+        slo = self._slo_deadlines[jobs] - now
+        job_types = tr.job_types
         problem = AllocationProblem(
             worker_types=w.cluster.worker_types, capacities=w.cluster.gpus, job_ids=jobs,
-            job_types=tuple(tr.job_types[i] for i in jobs), scale_factors=tr.scale_factors[jobs],
+            job_types=tuple([job_types[i] for i in jobs.tolist()]), scale_factors=tr.scale_factors[jobs],
             weights=tr.weights[jobs], throughputs=self.jobs.rates[jobs],
             remaining_steps=(self.jobs.total_steps[jobs] - rec.steps[jobs]).astype(float),
             time_since_arrival=now - tr.arrival_times[jobs],

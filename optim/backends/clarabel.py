@@ -75,9 +75,10 @@ def _version() -> str:
 class _ConicForm:
     """Clarabel's data plus the row bookkeeping that maps its duals back."""
 
-    def __init__(self, A, b, cones, eq_rows, up_rows, lo_rows):
+    def __init__(self, A, b, cones, eq_rows, up_rows, lo_rows, start_nonneg):
         self.A, self.b, self.cones = A, b, cones
         self.eq_rows, self.up_rows, self.lo_rows = eq_rows, up_rows, lo_rows
+        self.start_nonneg = start_nonneg  # first row of the nonnegative cone
 
 
 def _conic_form(model: CanonicalModel) -> _ConicForm:
@@ -94,23 +95,27 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
     cl = np.isfinite(clo) & ~fixed
     cu = np.isfinite(chi) & ~fixed
     counts = [int(np.count_nonzero(mask)) for mask in (eq, fixed, up, lw, cl, cu)]
-    starts = np.concatenate([[0], np.cumsum(counts)])
-    pos = np.full((3, m), -1, dtype=np.int64)
-    for k, (mask, slot) in enumerate(((eq, 0), (up, 2), (lw, 3))):
-        pos[k, mask] = starts[slot] + np.arange(counts[slot])
+    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
     A = model.A
     a_rows, a_cols = A.indices, csc_columns(A)
-    rows, cols, vals = [], [], []
-    for k, sign in enumerate((1.0, 1.0, -1.0)):
-        keep = pos[k, a_rows] >= 0
-        rows.append(pos[k, a_rows[keep]])
-        cols.append(a_cols[keep])
-        vals.append(sign * A.data[keep])
-    for k, (mask, sign) in enumerate(((fixed, 1.0), (cl, -1.0), (cu, 1.0))):
-        idx = np.flatnonzero(mask)
-        rows.append(starts[(1, 4, 5)[k]] + np.arange(idx.size))
-        cols.append(idx)
-        vals.append(np.full(idx.size, sign))
+    rows, cols, vals = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    for mask, slot, sign in ((eq, 0, 1.0), (up, 2, 1.0), (lw, 3, -1.0)):
+        if counts[slot] == m:  # every row: positions follow the rows
+            rows.append(starts[slot] + a_rows)
+            cols.append(a_cols)
+            vals.append(sign * A.data)
+        elif counts[slot]:
+            pos = np.full(m, -1, dtype=np.int64)
+            pos[mask] = starts[slot] + np.arange(counts[slot])
+            keep = pos[a_rows] >= 0
+            rows.append(pos[a_rows[keep]])
+            cols.append(a_cols[keep])
+            vals.append(sign * A.data[keep])
+    for mask, slot, sign in ((fixed, 1, 1.0), (cl, 4, -1.0), (cu, 5, 1.0)):
+        if counts[slot]:
+            rows.append(starts[slot] + np.arange(counts[slot]))
+            cols.append(np.flatnonzero(mask))
+            vals.append(np.full(counts[slot], sign))
     b = [hi[eq], clo[fixed], hi[up], -lo[lw], -clo[cl], chi[cu]]
     cones = []
     if starts[2]:
@@ -132,7 +137,8 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
         total += 3 * h.size
     matrix = csc_from_triplets(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (total, n),
                                distinct=model.hyperbolic is None and A.has_canonical_format)
-    return _ConicForm(matrix, np.concatenate(b), cones, np.flatnonzero(eq), np.flatnonzero(up), np.flatnonzero(lw))
+    return _ConicForm(matrix, np.concatenate(b), cones, np.flatnonzero(eq), np.flatnonzero(up), np.flatnonzero(lw),
+                      starts[2])
 
 
 _STATUS = {
@@ -161,9 +167,7 @@ def _read_result(sol, model: CanonicalModel, form: _ConicForm, sign: float, timi
     result.objective = model.objective_value(x)
     result.iterations = int(sol.iterations)
     y = np.zeros(model.num_rows)
-    k_eq, k_up = form.eq_rows.size, form.up_rows.size
-    fixed_cols = int((np.isfinite(model.col_lo) & (model.col_lo == model.col_hi)).sum())
-    start_nonneg = k_eq + fixed_cols
+    k_eq, k_up, start_nonneg = form.eq_rows.size, form.up_rows.size, form.start_nonneg
     y[form.eq_rows] = -z[:k_eq]
     y[form.up_rows] -= z[start_nonneg:start_nonneg + k_up]
     y[form.lo_rows] += z[start_nonneg + k_up:start_nonneg + k_up + form.lo_rows.size]
