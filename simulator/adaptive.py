@@ -55,28 +55,28 @@ class AdaptiveJobs:
         self._n = len(workload.cluster.worker_types)
         self._cols = None if table is None else table.type_columns(workload.cluster.worker_types)
         self._rows: dict[tuple[str, int, int], np.ndarray] = {}
-        schedules = []
+        self.epochs = np.ones(J, dtype=np.int64)
+        duration = np.zeros(J)  # of every epoch, for a job that does not adapt
+        varying: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-epoch (batch sizes, durations)
         ref = workload.reference_column
         for i, job_type in enumerate(tr.job_types):
             model, bs = split_job_type(job_type)
             self.models.append(model)
-            if bs is None or model not in DATASET_SIZES:  # one epoch: the whole job
+            if bs is None or model not in DATASET_SIZES:  # one epoch (batch size 0): the whole job
                 self.spe[i] = max(1, int(tr.total_steps[i]))
-                duration = tr.total_steps[i] / workload.rates[i, ref[i]]
-                schedules.append((np.zeros(1, dtype=np.int64), np.array([duration])))
+                duration[i] = tr.total_steps[i] / workload.rates[i, ref[i]]
                 continue
             self.b0[i] = bs
             self.spe[i] = steps_per_epoch(model, bs)
-            epochs = num_epochs(model, bs, int(tr.total_steps[i]))
-            sched = batch_size_schedule(tr.modes[i], model, bs, epochs, int(tr.scale_factors[i]))
+            epochs = self.epochs[i] = num_epochs(model, bs, int(tr.total_steps[i]))
             self.adapts[i] = tr.modes[i] != "static"
             if not self.adapts[i]:  # one batch size: one duration for every epoch
                 rate = float(self._rate_row(model, bs, int(tr.scale_factors[i]))[ref[i]])
                 if math.isnan(rate):
                     self._note_missing(model, bs, int(tr.scale_factors[i]))
-                duration = (DATASET_SIZES[model] / bs) / rate if rate > 0 else np.inf
-                schedules.append((sched, np.full(epochs, duration)))
+                duration[i] = (DATASET_SIZES[model] / bs) / rate if rate > 0 else np.inf
                 continue
+            sched = batch_size_schedule(tr.modes[i], model, bs, epochs, int(tr.scale_factors[i]))
             rate = self._rates_at(model, sched, int(tr.scale_factors[i]))[:, ref[i]]
             missing = np.isnan(rate)
             if missing.any():  # the job keeps its batch size where the table lacks the next
@@ -85,13 +85,14 @@ class AdaptiveJobs:
                 keep = np.maximum.accumulate(np.where(missing, 0, np.arange(epochs)))
                 sched, rate = sched[keep], rate[keep]
             with np.errstate(divide="ignore"):
-                durations = np.where(rate > 0, (DATASET_SIZES[model] / sched) / rate, np.inf)
-            schedules.append((sched, durations))
+                varying[i] = (sched, np.where(rate > 0, (DATASET_SIZES[model] / sched) / rate, np.inf))
         self.batch_size = self.b0.copy()
-        self.epochs = np.array([len(s[0]) for s in schedules], dtype=np.int64)
-        self.profile = EpochProfile(np.concatenate([[0], np.cumsum(self.epochs)]).astype(np.int64),
-                                    np.concatenate([s[0] for s in schedules]),
-                                    np.concatenate([s[1] for s in schedules]))
+        offsets = np.concatenate([[0], np.cumsum(self.epochs)]).astype(np.int64)
+        batch_sizes, durations = np.repeat(self.b0, self.epochs), np.repeat(duration, self.epochs)
+        for i, (sched, durs) in varying.items():
+            batch_sizes[offsets[i]:offsets[i + 1]] = sched
+            durations[offsets[i]:offsets[i + 1]] = durs
+        self.profile = EpochProfile(offsets, batch_sizes, durations)
         self._pending = np.zeros(J, dtype=np.int64)
         #: some job changes its batch size
         self.adapting = bool(self.adapts.any())

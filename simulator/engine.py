@@ -141,7 +141,7 @@ class Engine:
         if self.planner and n != 1:
             raise ValueError(f"policy {policy.name!r} plans rounds on one worker type; cluster "
                              f"{workload.cluster} has {n}")
-        iso = self.jobs.profile.isolated_runtimes()
+        iso = self.isolated = self.jobs.profile.isolated_runtimes()
         factor = cfg.max_runtime_factor
         self.deadline = np.floor(np.floor(iso) * factor) if factor else np.full(iso.shape, np.inf)
         self.single_row = np.full(workload.num_jobs, -1, dtype=np.int64)
@@ -159,7 +159,7 @@ class Engine:
     def run(self, progress: Progress | None = None) -> SimulationResult:
         w, cfg, c, mech = self.w, self.config, self.combos, self.mechanism
         J, tr = w.num_jobs, w.trace
-        rec = RunRecord.create(w, self.jobs.profile.isolated_runtimes())
+        rec = RunRecord.create(w, self.isolated)
         single_row = self.single_row
         arrival_order = np.argsort(tr.arrival_times, kind="stable")
         arrivals = tr.arrival_times[arrival_order].tolist()

@@ -193,7 +193,8 @@ def table_from_gavel_dict(raw, src: str = "<memory>") -> ThroughputTable:
     n = len(types)
     isolated = np.zeros((len(keys), n))
     unconsolidated = np.full((len(keys), n), np.nan)
-    pair_rates: dict[tuple[int, int], np.ndarray] = {}
+    pair_rates: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    missing = (math.nan, math.nan)
     for j, wtype in enumerate(types):
         for key, rec in entries[wtype].items():
             where = f"{src}: {wtype} -> {key!r}"
@@ -210,13 +211,13 @@ def table_from_gavel_dict(raw, src: str = "<memory>") -> ThroughputTable:
                 a, b = index[key], index[other]
                 rates = pair_rates.get((a, b))
                 if rates is None:
-                    rates = pair_rates[(a, b)] = np.full((n, 2), np.nan)
+                    rates = pair_rates[(a, b)] = [missing] * n
                 rates[j] = (_rate(pair[0], pw), _rate(pair[1], pw))
         for key, rec in entries.get(wtype + UNCONSOLIDATED, {}).items():
             if key in index:
                 unconsolidated[index[key], j] = _rate(rec["null"], f"{src}: {wtype}{UNCONSOLIDATED} -> {key!r}")
     pkeys = tuple(sorted(pair_rates))
-    prates = np.stack([pair_rates[p] for p in pkeys]) if pkeys else np.zeros((0, n, 2))
+    prates = np.array([pair_rates[p] for p in pkeys], dtype=float).reshape(len(pkeys), n, 2)
     return ThroughputTable(tuple(types), tuple(keys), isolated, unconsolidated, pkeys, prates, src)
 
 
