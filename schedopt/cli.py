@@ -596,7 +596,8 @@ def _print_summary(summary: dict) -> None:
         ("utilization", f"{summary['utilization']:.1%}"),
         ("finish-time fairness rho (mean / worst)", f"{summary['rho_mean']:.3f} / {summary['rho_worst']:.3f}"),
         ("jobs with rho > 1.05", f"{summary['unfair_fraction']:.1%}"),
-        ("FTF JCT / (isolated x max(1, N/G)) (mean / worst)", f"{summary['ftf_mean']:.3f} / {summary['ftf_worst']:.3f}"),
+        ("FTF JCT / (isolated x max(1, N/G)) (mean / worst)",
+         f"{summary['ftf_mean']:.3f} / {summary['ftf_worst']:.3f}"),
         ("jobs with FTF > 1.05", f"{summary['ftf_unfair_fraction']:.1%}"),
         *([("completions forced at the runtime cap", str(summary["forced_completions"]))]
           if summary["max_runtime_factor"] else []),

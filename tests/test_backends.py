@@ -79,7 +79,8 @@ def fisher_market() -> Model:
 
 def fisher_optimum() -> float:
     """Closed form via the KKT conditions, solved by bisection on the price p."""
-    w, a, h, lin = np.array([1.0, 2.0, 0.5]), np.array([1.0, 1.0, 2.0]), np.array([0.0, 0.5, 0.1]), np.array([0, 0.1, 0])
+    w, a, h = np.array([1.0, 2.0, 0.5]), np.array([1.0, 1.0, 2.0]), np.array([0.0, 0.5, 0.1])
+    lin = np.array([0, 0.1, 0])
     lo, hi = 1e-6, 100.0
     for _ in range(200):
         p = (lo + hi) / 2

@@ -124,9 +124,8 @@ def test_nothing_half_written_on_failure(tmp_path):
 def _runnable_pairs():
     """Every (policy, backend) pair whose backend has the policy's capabilities."""
     from allocators import POLICIES
-    from optim import backends_with
-
     from allocators.planning import RoundPlanner
+    from optim import backends_with
 
     for name, cls in sorted(POLICIES.items()):
         if issubclass(cls, RoundPlanner):

@@ -54,7 +54,10 @@ def tiny(T, caps=(1, 1), scales=None, ages=None, remaining=None, pairs=None) -> 
 def subset(problem: AllocationProblem, rows) -> AllocationProblem:
     """The problem restricted to (and reordered as) ``rows``; job ids and pairs follow."""
     rows = np.asarray(rows, dtype=np.int64)
-    pick = lambda v: None if v is None else v[rows]
+
+    def pick(v):
+        return None if v is None else v[rows]
+
     pairs = problem.pairs
     if pairs is not None:
         new = np.full(problem.num_jobs, -1)

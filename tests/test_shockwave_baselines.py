@@ -24,7 +24,10 @@ def over_capacity_noted(alloc) -> bool:
 def keep_rows(problem: AllocationProblem, rows) -> AllocationProblem:
     """The problem restricted to ``rows`` (jobs left; no pairs)."""
     rows = np.asarray(rows, dtype=np.int64)
-    pick = lambda v: None if v is None else v[rows]
+
+    def pick(v):
+        return None if v is None else v[rows]
+
     return dataclasses.replace(
         problem, job_ids=problem.job_ids[rows], job_types=tuple(problem.job_types[i] for i in rows),
         scale_factors=problem.scale_factors[rows], weights=problem.weights[rows],

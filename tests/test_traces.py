@@ -81,7 +81,8 @@ def test_missing_and_empty_files(tmp_path):
 def test_shockwave_twelve_columns(tmp_path):
     path = tmp_path / "s.trace"
     path.write_text("LM (batch size 10)\tpython3 main.py\tlm\t--steps\t1\t134583\t1\tgns\t1\t-1.000000\t1418\t0\n"
-                    "ResNet-18 (batch size 32)\tpython3 main.py\tcifar10\t--n\t1\t143450\t2\taccordion\t1\t-1\t3338\t55\n")
+                    "ResNet-18 (batch size 32)\tpython3 main.py\tcifar10\t--n\t1\t143450\t2\taccordion\t1\t-1\t3338\t55"
+                    "\n")
     trace = read_trace(path)
     assert trace.modes == ("gns", "accordion") and trace.adaptive
     np.testing.assert_array_equal(trace.durations, [1418.0, 3338.0])
