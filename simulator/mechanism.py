@@ -135,11 +135,11 @@ class _Candidates:
         if skip_zero_priority:
             ok &= alloc > 0
         k, j = np.nonzero(ok)
-        rows_k = rows[k]
+        rows_k, alloc_k = rows[k], alloc[k, j]
         tie = np.empty(k.size, dtype=np.int64)
-        tie[np.lexsort((k, -alloc[k, j], -c.deficit[rows_k, j]))] = np.arange(k.size)
+        tie[np.lexsort((k, -alloc_k, -c.deficit[rows_k, j]))] = np.arange(k.size)
         members = c.members[rows]
-        return cls(k, j, rows_k, np.where(can_run[k, j], alloc[k, j], 0.0), tie,
+        return cls(k, j, rows_k, alloc_k, tie,
                    members[:, 0].tolist(), members[:, 1].tolist(), c.scale[rows].tolist(),
                    bool((members[:, 1] >= 0).any()))
 
