@@ -30,6 +30,9 @@ class Combos:
         self.in_alloc = np.zeros(capacity, dtype=bool)
         self._live: np.ndarray | None = None
         self.version = 0
+        #: jobs whose rows died since ``version`` last changed (a departure alone leaves the
+        #: other rows' order and state as they were)
+        self.departed: set[int] = set()
 
     def add(self, members: np.ndarray, rates: np.ndarray, scale: int, time: float) -> np.ndarray:
         """Append rows (``members`` (k, 2), ``rates`` (k, n, 2), each on ``scale`` GPUs) with
@@ -61,6 +64,7 @@ class Combos:
         """Rows, allocations or deficits changed: views cached from them are stale."""
         self._live = None
         self.version += 1
+        self.departed = set()
 
     def live(self) -> np.ndarray:
         """Indices of live rows, in insertion order (cached until rows are added or killed)."""
@@ -78,7 +82,8 @@ class Combos:
         gone[jobs] = True
         hit = live[gone[self.members[live, 0]] | gone[self.members[live, 1]]]
         self.alive[hit] = False
-        self.changed()
+        self._live = None
+        self.departed.update(jobs.tolist())
         return hit
 
 

@@ -64,28 +64,31 @@ class Mechanism:
 
     def _candidates(self, rows: np.ndarray) -> _Candidates:
         """The (row, type) pairs the walk may take, with everything about them that changes
-        only when rows come or go, the allocation changes or a reset folds deficits."""
+        only when rows come, the allocation changes or a reset folds deficits. When rows
+        only died since (``combos.departed``), the candidates stay: the walk skips the rows
+        of departed jobs, and the others keep their order."""
         cached = self._cached
-        if cached is None or cached[0] is not rows or cached[1] != self.combos.version:
+        if cached is None or cached[1] != self.combos.version:
             cached = self._cached = (rows, self.combos.version,
                                      _Candidates.build(self.combos, rows, self.capacities, self.skip_zero_priority))
         return cached[2]
 
     def select(self, rows: np.ndarray, type_order: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Rows to run next round and their types (see the module doc).
+        """Rows to run next round and their types, out of the live ``rows`` (see the module doc).
 
         Every (row, type) candidate is ordered by one lexsort on (position of the type in
         ``type_order``, priority, deficit, allocation, row); the walk then takes rows type by
         type and stops on a type once it is full."""
         c = self.combos
         cand = self._candidates(rows)
+        rows = self._cached[0]
         wt = self.worker_time[cand.j]
         share = np.divide(c.time[cand.rows_k, cand.j], wt, out=np.zeros(wt.shape), where=wt > 0)
         prio = np.divide(cand.alloc, share, out=cand.alloc * NEW_JOB_PRIORITY, where=share > 0)
         type_rank, ends = cand.by_type(type_order)
         walk = cand.k[np.lexsort((cand.tie, -prio, type_rank))].tolist()
         first, second, scale = cand.first, cand.second, cand.scale
-        taken: set[int] = set()
+        taken: set[int] = set(c.departed)
         take = taken.add
         chosen, chosen_types = [], []
         begin = 0
