@@ -33,6 +33,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -449,8 +450,7 @@ class Engine:
 _NONE = np.zeros(0, dtype=np.int64)
 
 
-@dataclass(frozen=True)
-class _Round:
+class _Round(NamedTuple):
     """The rows dispatched at ``start`` (with their types, GPU counts and work ends) and,
     per member job, the job, its row's position, the steps it runs, the overhead seconds
     charged up front and whether the overhead is still to be taken after the round."""
