@@ -473,6 +473,6 @@ class _Round(NamedTuple):
 
     def rows_with_active_job(self, active: np.ndarray) -> int:
         """Rows of this round that still have an active job (lease-extension opportunities)."""
-        if self.jobs.size == 0:
-            return 0
+        if self.jobs.size == self.rows.size:  # one job per row (none: 0)
+            return int(np.count_nonzero(active[self.jobs]))
         return int(np.count_nonzero(np.bincount(self.job_row, weights=active[self.jobs])))
