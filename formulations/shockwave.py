@@ -123,17 +123,16 @@ def build(market: Market) -> Model:
     m.add_rows("progress", {p: sp.diags(e, format="csr"), x: -market.round_length * per_job}, hi=0.0)
     m.add_rows("remaining", {s: eye, p: sp.diags(e, format="csr")}, lo=market.remaining_seconds)
     m.add_rows("makespan", {z: np.ones((N, 1)), s: -eye}, lo=0.0)
-    m.set_objective({z: -market.k}, sense="max")
     E = market.epochs_total
-    if market.log_bases is not None:
+    if market.log_bases is not None:  # u_j <= a_i q_j + b_i for every segment i
         slopes, intercepts = _secants(market)
         u = m.add_variables("u", N, lb=-np.inf)
-        S = slopes.size
-        m.add_rows("utility", {u: sp.vstack([eye] * S, format="csr"),
+        m.add_rows("utility", {u: sp.vstack([eye] * slopes.size, format="csr"),
                                p: sp.vstack([sp.diags(-a / E, format="csr") for a in slopes], format="csr")},
                    hi=(intercepts[:, None] + slopes[:, None] * (market.epochs_done / E)[None, :]).reshape(-1))
         m.set_objective({z: -market.k, u: market.priorities / (N * T)}, sense="max")
         return m
+    m.set_objective({z: -market.k}, sense="max")
     floor = market.log_floor
     low = market.epochs_done / E + floor
     cap = market.progress_cap()
