@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -44,5 +45,11 @@ class SolveOptions:
                 raise ValueError(f"{name} must be positive, got {value!r}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads!r}")
-        if self.seed is not None and not (isinstance(self.seed, int) and 0 <= self.seed < 2**31):
-            raise ValueError(f"seed must be an integer in [0, 2**31), got {self.seed!r}")
+        if self.seed is not None:
+            try:
+                seed = operator.index(self.seed)
+            except TypeError:
+                seed = -1
+            if not 0 <= seed < 2**31:
+                raise ValueError(f"seed must be an integer in [0, 2**31), got {self.seed!r}")
+            object.__setattr__(self, "seed", int(seed))

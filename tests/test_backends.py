@@ -225,5 +225,7 @@ def test_invalid_options_are_rejected():
         SolveOptions(time_limit=0)
     with pytest.raises(ValueError, match="method"):
         SolveOptions(method="barrier")
-    with pytest.raises(ValueError, match="seed"):
-        SolveOptions(seed=-1)
+    for bad in (-1, 2**31, 1.5, "7"):
+        with pytest.raises(ValueError, match="seed"):
+            SolveOptions(seed=bad)
+    assert SolveOptions(seed=np.int64(7)).seed == 7
