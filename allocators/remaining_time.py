@@ -14,7 +14,8 @@ least 1 remains), estimate the epochs still to run at each b::
 The last factor rescales the counts to the E − c epochs actually left (the published
 code divides by ``max(⌊Σ n_b + 1⌋, E − c)`` instead, which leaves every estimate one epoch
 short: a static job's at ``(E − c − 1) d``, a one-epoch job's at 0 from the start;
-``published=True`` keeps that). ``oracle`` returns ``Σ_{e >= c} d_e`` (for ablations).
+``published=True`` keeps that, and the published profile's epoch durations, rounded to
+whole seconds and at least 1 s). ``oracle`` returns ``Σ_{e >= c} d_e`` (for ablations).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class RemainingTime:
     def __init__(self, batch_sizes: np.ndarray, durations: np.ndarray, *, published: bool = False):
         self.published = published
         self.durations = np.asarray(durations, dtype=float)
+        if published:
+            self.durations = np.maximum(np.round(self.durations), 1.0)
         modes, self.which = np.unique(np.asarray(batch_sizes), return_inverse=True)
         self.epochs = self.durations.size
         counts = np.bincount(self.which, minlength=modes.size)

@@ -447,6 +447,16 @@ def test_static_job_predicts_exactly_its_remaining_time(epochs):
     assert [pred.predict(c) for c in range(epochs)] == pytest.approx([(epochs - c) * 7.0 for c in range(epochs)])
 
 
+def test_published_predictor_uses_whole_second_epochs_of_at_least_one():
+    # the published profile rounds each epoch to whole seconds (half to even), at least 1 s
+    pred = RemainingTime(np.full(4, 32), np.array([2.4, 2.5, 3.5, 0.3]), published=True)
+    assert [pred.elapsed(d) for d in range(5)] == [0.0, 2.0, 4.0, 8.0, 9.0]
+    assert pred.mean_epoch(1) == 2.0
+    # one epoch short, as published: after 1 epoch, 2 of the 3 left at the 9 / 4 s mean
+    assert pred.predict(1) == pytest.approx(4.5)
+    assert RemainingTime(np.full(4, 32), np.array([2.4, 2.5, 3.5, 0.3])).elapsed(4) == pytest.approx(8.7)
+
+
 # --- 4. the market program on hand-sized instances -----------------------------------------------
 
 def market(**fields) -> Market:
