@@ -48,9 +48,10 @@ START_LOG_GAP = 1e-2
 class Shockwave(RoundPlanner):
     """``gavel_compat=True`` does three things as the published code does: the planner's
     clock is round index x round length (ahead of simulated time, as rounds end early when
-    their last job finishes), remaining times are predicted one epoch short
-    (:class:`~allocators.remaining_time.RemainingTime` with ``published=True``), and the
-    log utility is the published secant interpolation through ``config.log_bases``."""
+    their last job finishes), remaining times are predicted one epoch short from epochs of
+    whole seconds (:class:`~allocators.remaining_time.RemainingTime` with
+    ``published=True``), and the log utility is the published secant interpolation through
+    ``config.log_bases``."""
 
     name = "shockwave"
     program = ProgramClass.MILP
