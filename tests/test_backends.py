@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from helpers import EXACT, LOOSE, lp_backends, tolerance
@@ -218,6 +221,17 @@ def test_the_seed_reaches_highs_and_gurobi():
     assert m.Params.Seed == 7
     seeded = [solve(ranged_lp("max"), b, SolveOptions(seed=s)).objective for b in ("highs", "gurobi") for s in (1, 2)]
     assert seeded == pytest.approx([seeded[0]] * 4)
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if "highs" in b.lower()])
+def test_highs_prints_no_banner(backend):
+    # HiGHS prints its banner at the first Highs() of a process: run in a fresh one
+    code = ("from optim import Model, solve\n"
+            "m = Model('t'); x = m.add_variables('x', 2, ub=1.0)\n"
+            "m.add_rows('r', {x: [[1.0, 1.0]]}, hi=1.5); m.set_objective({x: [1.0, 2.0]}, sense='max')\n"
+            f"print(solve(m, {backend!r}).objective)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["2.5"]
 
 
 def test_invalid_options_are_rejected():

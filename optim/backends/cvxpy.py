@@ -17,7 +17,7 @@ from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import Backend, split_rows, stopwatch
-from .highs import highs_lp_method
+from .highs import highs_lp_method, quiet_banner
 
 DEFAULT_INNER = "CLARABEL"
 _PACKAGES = {"CLARABEL": "clarabel", "SCS": "scs", "ECOS": "ecos", "HIGHS": "highspy",
@@ -95,6 +95,8 @@ class CvxpyBackend(Backend):
         with stopwatch(timings, "translate"):
             problem, x, groups = _translate(model)
         kwargs = _solver_kwargs(self.inner, options)
+        if self.inner == "HIGHS":
+            quiet_banner()
         method = highs_lp_method(options, model) if self.inner == "HIGHS" else None
         if method is not None:
             kwargs.setdefault("highs_options", {"solver": method})

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+
 import numpy as np
 
 from ..capabilities import Capability
@@ -22,6 +26,7 @@ class HighsBackend(Backend):
     def version(self) -> str:
         import highspy
 
+        quiet_banner()
         return highspy.Highs().version()
 
     def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
@@ -78,11 +83,36 @@ def highs_lp_method(options: SolveOptions, model: CanonicalModel) -> str | None:
 PRIMAL_SIMPLEX = 4
 
 
+@functools.cache
+def quiet_banner() -> None:
+    """HiGHS prints its banner to standard output the first time a process creates a
+    ``Highs`` object, before any option can be set (later objects, including those of
+    cvxpy and Pyomo, never print it). That first object is made here with file
+    descriptor 1 pointed at the null device; logs asked for with ``verbose`` still print."""
+    import highspy
+
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no standard output to keep clean
+        highspy.Highs()
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
 def load_highs(model: CanonicalModel, options: SolveOptions):
     """A ``highspy.Highs`` holding ``model`` with ``options`` applied; None when HiGHS
     rejects the model."""
     import highspy
 
+    quiet_banner()
     h = highspy.Highs()
     apply_options(h, options, model)
     A = model.A

@@ -15,7 +15,7 @@ from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import Backend, stopwatch
-from .highs import highs_lp_method
+from .highs import highs_lp_method, quiet_banner
 
 DEFAULT_INNER = "highs"
 _SOLVERS = {"highs": "appsi_highs", "gurobi": "gurobi_direct"}
@@ -69,6 +69,8 @@ class PyomoBackend(Backend):
         timings = Timings()
         with stopwatch(timings, "translate"):
             m = _translate(model)
+            if self.inner == "highs":
+                quiet_banner()
             opt = pyo.SolverFactory(_SOLVERS[self.inner])
             names = _OPTION_NAMES[self.inner]
             for field in ("time_limit", "mip_gap", "threads", "seed"):
