@@ -39,7 +39,7 @@ class Mechanism:
         self.skip_zero_priority = skip_zero_priority
         self.worker_time = np.zeros(self.capacities.shape[0])
         self.last_reset = 0.0
-        self._cached: tuple[np.ndarray, int, _Candidates] | None = None
+        self._cached: tuple[int, _Candidates] | None = None
 
     def reset_due(self, now: float) -> bool:
         """The reset interval has passed, or the last reset was at time 0 (Gavel treats a
@@ -68,10 +68,10 @@ class Mechanism:
         only died since (``combos.departed``), the candidates stay: the walk skips the rows
         of departed jobs, and the others keep their order."""
         cached = self._cached
-        if cached is None or cached[1] != self.combos.version:
-            cached = self._cached = (rows, self.combos.version,
+        if cached is None or cached[0] != self.combos.version:
+            cached = self._cached = (self.combos.version,
                                      _Candidates.build(self.combos, rows, self.capacities, self.skip_zero_priority))
-        return cached[2]
+        return cached[1]
 
     def select(self, rows: np.ndarray, type_order: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Rows to run next round and their types, out of the live ``rows`` (see the module doc).
@@ -81,7 +81,6 @@ class Mechanism:
         type and stops on a type once it is full."""
         c = self.combos
         cand = self._candidates(rows)
-        rows = self._cached[0]
         wt = self.worker_time[cand.j]
         share = np.divide(c.time[cand.rows_k, cand.j], wt, out=np.zeros(wt.shape), where=wt > 0)
         prio = np.divide(cand.alloc, share, out=cand.alloc * NEW_JOB_PRIORITY, where=share > 0)
@@ -108,17 +107,19 @@ class Mechanism:
                     break
             chosen_types += [t] * (len(chosen) - picked)
             begin = end
-        return rows[np.asarray(chosen, dtype=np.int64)], np.asarray(chosen_types, dtype=np.int64)
+        return cand.rows[np.asarray(chosen, dtype=np.int64)], np.asarray(chosen_types, dtype=np.int64)
 
 
 @dataclass(frozen=True)
 class _Candidates:
-    """Candidate k of the walk is row ``rows[k[·]]`` on type ``j[·]``: the row can run there
-    and its GPUs fit the type (and, for FIFO policies, it has an allocation there).
+    """Candidate k of the walk is row ``rows[k[·]]`` (the live rows it was built on) on
+    type ``j[·]``: the row can run there and its GPUs fit the type (and, for FIFO
+    policies, it has an allocation there).
     ``alloc`` is 0 where the priority is 0 (no allocation, not in the last one, or the row
     cannot run there); ``tie`` ranks the candidates by (deficit, allocation) descending, then
     row, the order among equal priorities; ``pairs``: some row is a pair of jobs."""
 
+    rows: np.ndarray
     k: np.ndarray
     j: np.ndarray
     rows_k: np.ndarray
@@ -142,7 +143,7 @@ class _Candidates:
         tie = np.empty(k.size, dtype=np.int64)
         tie[np.lexsort((k, -alloc_k, -c.deficit[rows_k, j]))] = np.arange(k.size)
         members = c.members[rows]
-        return cls(k, j, rows_k, alloc_k, tie,
+        return cls(rows, k, j, rows_k, alloc_k, tie,
                    members[:, 0].tolist(), members[:, 1].tolist(), c.scale[rows].tolist(),
                    bool((members[:, 1] >= 0).any()))
 
