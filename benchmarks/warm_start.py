@@ -52,11 +52,11 @@ def measure(num_jobs: int, scenario: str, table, variant: str = "perf") -> dict:
     after = subset(pool, jobs_after(scenario, num_jobs))
     model = max_min_fairness.build(after, variant).canonical()
     warm = session.solve(model)
-    cold = solve(max_min_fairness.build(after, variant).canonical(), "highs")
+    cold = solve(model, "highs")
     warm_ms = 1e3 * (warm.timings.translate + warm.timings.solve)
     cold_ms = 1e3 * (cold.timings.translate + cold.timings.solve)
     return {
-        "jobs": num_jobs, "gpus_per_type": gpus, "scenario": scenario, "rows": model.num_rows,
+        "jobs": num_jobs, "gpus_per_type": gpus, "scenario": scenario, "variant": variant, "rows": model.num_rows,
         "cols": model.num_vars, "build_ms": 1e3 * model.build_seconds, "cold_ms": cold_ms, "warm_ms": warm_ms,
         "speedup": cold_ms / warm_ms, "warm_delta_update_ms": 1e3 * warm.timings.translate,
         "warm_simplex_ms": 1e3 * warm.timings.solve, "warm_iterations": warm.iterations, "warm": session.warm,
@@ -74,7 +74,8 @@ def main(argv=None) -> None:
                         help="max_min_fairness variant (perf = max_min_fairness_perf)")
     parser.add_argument("--throughputs", default=None, help="Gavel JSON table (default: built-in)")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", default=None, help="CSV file for every run (rows of other sizes in it are kept)")
+    parser.add_argument("--out", default=None, help=(
+        "CSV file for every run (its rows of other sizes, scenarios and variants are kept)"))
     args = parser.parse_args(argv)
     table = read_gavel_json(args.throughputs) if args.throughputs else example_table()
     rows = []
@@ -94,7 +95,9 @@ def main(argv=None) -> None:
     if args.out:
         if os.path.exists(args.out):
             kept = pd.read_csv(args.out)
-            frame = pd.concat([kept[~kept["jobs"].isin(args.jobs)], frame], ignore_index=True)
+            key = ["jobs", "scenario", "variant"]
+            rerun = kept[key].apply(tuple, axis=1).isin(set(frame[key].apply(tuple, axis=1)))
+            frame = pd.concat([kept[~rerun], frame], ignore_index=True)
         write_atomically(args.out, frame.to_csv(index=False))
         print(f"wrote {args.out} ({len(frame)} rows)")
 
