@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from formulations.shockwave import valid_log_bases
+
 #: published keys with no effect here
 IGNORED_KEYS = ("gpu_ram", "solver_num_threads", "num_gpus", "time_per_iteration")
 _KEYS = {"future_rounds": "rounds", "k": "k", "lambda": "lam", "rhomax": "rho_max",
@@ -56,17 +58,11 @@ class ShockwaveConfig:
                   "time_limit": self.time_limit > 0,
                   "reoptimize_every": self.reoptimize_every >= 1
                   and int(self.reoptimize_every) == self.reoptimize_every,
-                  "log_bases": _rising_unit(self.log_bases)}
+                  "log_bases": valid_log_bases(self.log_bases)}
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
             values = ", ".join(f"{b}={getattr(self, b)!r}" for b in bad)
             raise ShockwaveConfigError(f"shockwave config: invalid {values}")
-
-
-def _rising_unit(bases) -> bool:
-    """Points rising strictly from 0 to 1."""
-    return (len(bases) >= 2 and bases[0] == 0.0 and bases[-1] == 1.0
-            and all(a < b for a, b in zip(bases, bases[1:])))
 
 
 def read_shockwave_config(path: str | os.PathLike) -> ShockwaveConfig:

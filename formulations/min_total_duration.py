@@ -53,7 +53,7 @@ def build(problem: AllocationProblem, variant: Variant = "perf", scale: float | 
     x = combos.add_allocation(model)
     u = model.add_variables("u", 1, lb=0.0)
     S = time_scale(problem, variant) if scale is None else scale
-    model.add_rows("finish", {x: combos.throughput_map(S / R), u: -np.ones((problem.num_jobs, 1))}, lo=0.0,
+    model.add_rows("finish", {x: combos.throughput_rows(S / R), u: -np.ones((problem.num_jobs, 1))}, lo=0.0,
                    keys=problem.job_ids)
     model.set_objective({u: 1.0}, sense="max")
     return model
@@ -67,7 +67,7 @@ def build_deadline(problem: AllocationProblem, variant: Variant, deadline: float
     combos = space(problem, variant)
     model = Model(f"min_total_duration[{variant}] within {deadline:.6g} s")
     x = combos.add_allocation(model)
-    model.add_rows("finish", {x: combos.throughput_map(deadline / R)}, lo=1.0)
+    model.add_rows("finish", {x: combos.throughput_rows(deadline / R)}, lo=1.0)
     model.set_objective({x: 0.0}, sense="max")
     return model
 

@@ -46,6 +46,12 @@ from .problem import ProblemError
 LOG_FLOOR = 1e-6
 
 
+def valid_log_bases(bases) -> bool:
+    """Progress points of the log interpolation: at least two, rising strictly from 0 to 1."""
+    return (len(bases) >= 2 and bases[0] == 0.0 and bases[-1] == 1.0
+            and all(a < b for a, b in zip(bases, bases[1:])))
+
+
 @dataclass(frozen=True)
 class Market:
     """One re-plan's input (see the module doc); arrays have one entry per job."""
@@ -85,10 +91,8 @@ class Market:
             raise ProblemError("market: epochs total and epoch durations must be > 0, epochs done >= 0")
         if (self.priorities < 0).any():
             raise ProblemError("market: priorities must be >= 0")
-        if self.log_bases is not None:
-            bases = np.asarray(self.log_bases, dtype=float)
-            if bases.size < 2 or bases[0] != 0.0 or bases[-1] != 1.0 or (np.diff(bases) <= 0).any():
-                raise ProblemError("market: log bases must rise strictly from 0 to 1")
+        if self.log_bases is not None and not valid_log_bases(self.log_bases):
+            raise ProblemError("market: log bases must rise strictly from 0 to 1")
 
     @property
     def num_jobs(self) -> int:
