@@ -16,6 +16,7 @@ from rich.table import Table
 from allocators import POLICIES, ProgramClass, UnknownPolicyError, make_policy
 from allocators.heuristics.allox import SHOCKWAVE_ALLOX
 from allocators.planning import RoundPlanner
+from allocators.registry import policy_class
 from allocators.shockwave_config import read_shockwave_config
 from formulations import ProblemError, allocation_violations
 from optim import Capability, OptimError, SolveOptions, all_backends, backends_with
@@ -466,7 +467,6 @@ def run_command(
         raise ValueError('run needs PyTorch and Ray: pip install -e ".[runtime]"') from None
     import tempfile
 
-    from simulator.engine import Engine
     from simulator.workload import build_workload
 
     if model_size not in MODEL_SIZES:
@@ -480,11 +480,16 @@ def run_command(
         raise ValueError(f"{trace}: jobs that adapt their batch size (accordion / gns) cannot run for real yet")
     table = read_gavel_json(throughputs) if throughputs else _table_for(jobs, trace, example_table())
     spec = parse_cluster(cluster or f"{table.worker_types[0]}={slots or 1}")
-    workload = build_workload(jobs, spec, table)
-    pol = make_policy(policy, default_solver(policy) if solver == "auto" else solver)
-    if pol.uses_pairs:
+    if policy_class(policy).uses_pairs:
         raise ValueError(f"policy {policy!r} co-locates jobs on shared GPUs, which run does not support yet")
+    solver_spec = default_solver(policy) if solver == "auto" else solver
     config = SimulationConfig(round_length=round_length)
+    replans = issubclass(POLICIES.get(policy, object), RoundPlanner)
+
+    def simulated(executor=None, report=None):
+        return run_simulation(jobs, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
+                              config=config, progress=report, executor=executor)
+
     with tempfile.TemporaryDirectory(prefix="schedopt-run-") as scratch:
         folder = out / "checkpoints" if out is not None else Path(scratch)
         with RayExecutor(jobs.job_types, folder, time_scale=time_scale, model_size=model_size, address=address,
@@ -492,11 +497,11 @@ def run_command(
             if int(spec.gpus.sum()) > executor.capacity:
                 raise ValueError(f"cluster {spec} has {int(spec.gpus.sum())} GPUs; the Ray cluster holds "
                                  f"{executor.capacity} {'GPUs' if executor.uses_gpus else 'slots'}")
-            with _progress_bar(progress, "solves") as report:
-                result = Engine(workload, pol, config, executor=executor).run(report)
+            with _progress_bar(progress, "re-plans" if replans else "solves") as report:
+                result = simulated(executor, report)
             measured = executor.measured_rates()
     most = np.argmax(np.stack([result.jobs[f"gpu_seconds_{t}"] for t in spec.worker_types], axis=1), axis=1)
-    listed = workload.rates[np.arange(workload.num_jobs), most]
+    listed = build_workload(jobs, spec, table).rates[np.arange(len(jobs)), most]
     result.jobs.update(measured_steps_per_second=measured, table_steps_per_second=listed,
                        measured_over_table=np.divide(measured, listed, out=np.full(listed.shape, np.nan),
                                                      where=listed > 0))
@@ -508,8 +513,7 @@ def run_command(
     if compare_simulation:
         from runtime_bridge.fidelity import compare
 
-        simulated = Engine(build_workload(jobs, spec, table), make_policy(policy, pol.solver), config).run()
-        fidelity = compare(result, simulated)
+        fidelity = compare(result, simulated())
         result.summary.update(fidelity.summary_fields())
         _print_fidelity(fidelity)
     if out is not None:

@@ -13,6 +13,7 @@ from optim import SolveOptions
 from .cluster import Cluster, parse_cluster, parse_prices
 from .engine import Engine, Progress, SimulationConfig
 from .example_table import example_table
+from .executor import Executor
 from .generator import generate_trace
 from .metrics import SimulationResult
 from .throughputs import ThroughputTable, read_gavel_json
@@ -46,6 +47,7 @@ def simulate(
     prices: str | None = None,
     progress: Progress | None = None,
     policy_params: Mapping | None = None,
+    executor: Executor | None = None,
     **config_fields,
 ) -> SimulationResult:
     """Replay ``trace`` (a path or a :class:`Trace`) or a workload drawn with
@@ -55,7 +57,8 @@ def simulate(
     :func:`default_solver`; ``config_fields`` (``round_length``, ``window``, ``seed``,
     ``gavel_compat``, ...) build the :class:`SimulationConfig` when ``config`` is None,
     whose ``seed`` is also the solver's random seed unless ``options`` sets one;
-    ``policy_params`` go to the policy's constructor (e.g. ``config`` for ``shockwave``).
+    ``policy_params`` go to the policy's constructor (e.g. ``config`` for ``shockwave``);
+    ``executor`` runs each round's leases (default: simulated, every planned step done).
     """
     if (trace is None) == (generate is None):
         raise ValueError("give exactly one of a trace or generate=...")
@@ -74,7 +77,7 @@ def simulate(
     pol = make_policy(policy, default_solver(policy) if solver == "auto" else solver, options,
                       gavel_compat=config.gavel_compat, **_seeded(policy, config.seed), **dict(policy_params or {}))
     price_array = parse_prices(prices, spec) if prices else None
-    return Engine(workload, pol, config, prices=price_array).run(progress)
+    return Engine(workload, pol, config, prices=price_array, executor=executor).run(progress)
 
 
 def _seeded(policy: str, seed: int) -> dict:
