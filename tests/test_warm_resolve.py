@@ -133,6 +133,7 @@ def test_arrivals_placed_in_pooled_slots_match_cold_solves(pool, variant, steps)
             rows = np.array([k % pool.num_jobs])
         problem = subset(pool, rows)
         warm = session.solve(max_min_fairness.build(problem, variant), check=False)
+        assert session.warm == (k > 0)  # every later step updates the held model
         cold = solve(max_min_fairness.build(problem, variant), "highs", check=False)
         assert warm.status == cold.status
         if cold.status is Status.OPTIMAL:

@@ -229,14 +229,20 @@ class HighsLive(LiveModel):
         """Place arriving entities of ``new`` in pooled slots of their structure (bound and
         cost changes only; ``cols`` / ``rows`` updated in place); the columns and rows still
         to add."""
+        if (add_cols.size == 0 and add_rows.size == 0) or not self._pool:
+            return add_cols, add_rows
         arriving = np.zeros(ent.keys.size + 1, dtype=bool)
         arriving[ent.col[add_cols]] = True
         arriving[ent.row[add_rows]] = True
+        kept_cols = np.ones(new.num_vars, dtype=bool)
+        kept_cols[add_cols] = False
+        kept_rows = np.ones(new.num_rows, dtype=bool)
+        kept_rows[add_rows] = False
         present = np.zeros(ent.keys.size + 1, dtype=bool)
-        present[ent.col[np.setdiff1d(np.arange(new.num_vars), add_cols)]] = True
-        present[ent.row[np.setdiff1d(np.arange(new.num_rows), add_rows)]] = True
+        present[ent.col[kept_cols]] = True
+        present[ent.row[kept_rows]] = True
         arriving = np.flatnonzero(arriving[:-1] & ~present[:-1])
-        if arriving.size == 0 or not self._pool:
+        if arriving.size == 0:
             return add_cols, add_rows
         signature = ent.signatures(new, arriving, _positions(cols, new.num_vars), _positions(rows, new.num_rows))
         member_cols, member_rows = ent.members(arriving)
