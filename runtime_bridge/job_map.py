@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
+from simulator.adaptation import split_job_type
+
 from .workloads import WorkloadSpec
 
 #: the batch size a job type without ``(batch size B)`` trains at
 DEFAULT_BATCH_SIZE = 32
-
-_BATCH = re.compile(r"\(batch size (\d+)\)")
 
 
 def reference_workload(job_type: str) -> str:
@@ -25,6 +25,5 @@ def reference_workload(job_type: str) -> str:
 def workload_spec(job_type: str, model_size: str = "tiny", seed: int = 0) -> WorkloadSpec:
     """The reference workload of ``job_type`` at the batch size its ``(batch size B)`` names
     (:data:`DEFAULT_BATCH_SIZE` without one), at ``model_size``, seeded with ``seed``."""
-    found = _BATCH.search(job_type)
-    batch_size = int(found.group(1)) if found else DEFAULT_BATCH_SIZE
-    return WorkloadSpec(reference_workload(job_type), batch_size, model_size, seed)
+    batch_size = split_job_type(job_type)[1]
+    return WorkloadSpec(reference_workload(job_type), batch_size or DEFAULT_BATCH_SIZE, model_size, seed)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -108,17 +108,16 @@ class RayExecutor(Executor):
     ``job_types``: the trace's job type per job id; ``checkpoints``: the folder of the jobs'
     checkpoints. Ray is started locally with ``slots`` emulated GPU slots (and as many
     CPUs) unless it is already running in this process or ``address`` names a cluster;
-    :meth:`close` (or leaving the ``with`` block) stops a Ray this executor started.
-    ``spec(job_type, model_size, job_id)`` picks each job's workload."""
+    :meth:`close` (or leaving the ``with`` block) stops a Ray this executor started. Each
+    job trains :func:`~runtime_bridge.job_map.workload_spec` of its job type."""
 
     def __init__(self, job_types: Sequence[str], checkpoints: str | os.PathLike, *, time_scale: float = 0.01,
-                 model_size: str = "tiny", address: str | None = None, slots: int = 1, grace: float = 120.0,
-                 spec: Callable[[str, str, int], WorkloadSpec] = workload_spec):
+                 model_size: str = "tiny", address: str | None = None, slots: int = 1, grace: float = 120.0):
         if not time_scale > 0:
             raise ValueError(f"time scale must be > 0, got {time_scale}")
         if slots < 1:
             raise ValueError(f"slots must be >= 1, got {slots}")
-        self.specs = [spec(job_type, model_size, job) for job, job_type in enumerate(job_types)]
+        self.specs = [workload_spec(job_type, model_size, job) for job, job_type in enumerate(job_types)]
         self.folder = Path(checkpoints)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.time_scale = time_scale
@@ -151,14 +150,16 @@ class RayExecutor(Executor):
     def execute(self, leases: Leases) -> LeaseResults:
         self.rounds += 1
         n = leases.jobs.size
+        if n == 0:
+            return LeaseResults(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
         if int(leases.gpus.sum()) > self.capacity:
             raise ValueError(f"round {self.rounds} leases {int(leases.gpus.sum())} GPUs; the Ray cluster has "
                              f"{self.capacity} {'GPUs' if self.uses_gpus else 'slots'}")
         budgets = leases.seconds * self.time_scale
         refs = [self._submit(int(job), int(gpus), int(steps), float(budget))
                 for job, gpus, steps, budget in zip(leases.jobs, leases.gpus, leases.steps, budgets)]
-        timeout = float(budgets.max()) + self.grace if n else 0.0
-        ready, late = ray.wait(refs, num_returns=n, timeout=timeout) if n else ([], [])
+        timeout = float(budgets.max()) + self.grace
+        ready, late = ray.wait(refs, num_returns=n, timeout=timeout)
         for ref in late:
             ray.cancel(ref, force=True)
         ended = set(ready)
