@@ -520,10 +520,10 @@ def run_command(
         for path in result.write(out):
             console.print(f"wrote {path}")
         if fidelity is not None:
-            import pandas as pd
+            from simulator.metrics import csv_text
 
             path = out / "fidelity.csv"
-            write_atomically(path, pd.DataFrame(fidelity.jobs).to_csv(index=False))
+            write_atomically(path, csv_text(fidelity.jobs))
             console.print(f"wrote {path}")
 
 

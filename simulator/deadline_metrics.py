@@ -19,7 +19,7 @@ import numpy as np
 from allocators.deadline import DeadlinePolicy, JobState
 
 from .files import write_atomically
-from .metrics import _csv_text, _json_default, _percentile
+from .metrics import _json_default, _percentile, csv_text
 
 
 @dataclass
@@ -99,8 +99,8 @@ class DeadlineResult:
         """``jobs.csv``, ``timeline.csv``, ``solves.csv``, ``summary.json`` in ``out``, each whole or not at all."""
         out = Path(out)
         paths = [out / "jobs.csv", out / "timeline.csv", out / "solves.csv", out / "summary.json"]
-        write_atomically(paths[0], _csv_text(self.jobs))
-        write_atomically(paths[1], _csv_text(self.timeline))
-        write_atomically(paths[2], _csv_text(self.solves) if self.solves else "")
+        write_atomically(paths[0], csv_text(self.jobs))
+        write_atomically(paths[1], csv_text(self.timeline))
+        write_atomically(paths[2], csv_text(self.solves) if self.solves else "")
         write_atomically(paths[3], json.dumps(self.summary, indent=2, default=_json_default) + "\n")
         return paths

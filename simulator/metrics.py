@@ -143,9 +143,9 @@ class SimulationResult:
         ``out``; each file appears whole or not at all."""
         out = Path(out)
         paths = [out / "jobs.csv", out / "timeline.csv", out / "solves.csv", out / "summary.json"]
-        write_atomically(paths[0], _csv_text(self.jobs))
-        write_atomically(paths[1], _csv_text(self.timeline))
-        write_atomically(paths[2], _csv_text(self.solves))
+        write_atomically(paths[0], csv_text(self.jobs))
+        write_atomically(paths[1], csv_text(self.timeline))
+        write_atomically(paths[2], csv_text(self.solves))
         write_atomically(paths[3], json.dumps(self.summary, indent=2, default=_json_default) + "\n")
         return paths
 
@@ -156,7 +156,8 @@ def _json_default(value):
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
 
 
-def _csv_text(columns: dict[str, np.ndarray]) -> str:
+def csv_text(columns: dict[str, np.ndarray]) -> str:
+    """Columns as CSV text: floats to 6 decimals (trailing zeros cut), NaN as empty."""
     import io
 
     buf = io.StringIO()
