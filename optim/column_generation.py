@@ -47,7 +47,6 @@ class Generation:
 
     result: Result
     rounds: int
-    added: int
     stopped: str | None = None
     timed_out: bool = False
 
@@ -66,7 +65,6 @@ def generate_columns(master: CanonicalModel, pricer: Pricer, backend: Backend, o
         raise ModelError(f"{master.name}: column generation needs row duals; {backend.spec} returns none")
     lp = (HighsColumnMaster if isinstance(backend, HighsBackend) else ColumnMaster)(master, backend, options)
     total = Timings(build=master.build_seconds)
-    added = 0
     started = _clock()
     for rounds in range(1, max_rounds + 1):
         result = lp.solve()
@@ -75,18 +73,17 @@ def generate_columns(master: CanonicalModel, pricer: Pricer, backend: Backend, o
         total.solve += result.timings.solve
         result.timings = total
         if result.status is Status.TIME_LIMIT:
-            return Generation(result, rounds, added, f"master {rounds} reached the time limit", timed_out=True)
+            return Generation(result, rounds, f"master {rounds} reached the time limit", timed_out=True)
         if result.status is not Status.OPTIMAL or result.row_duals is None:
-            return Generation(result, rounds, added, f"master {rounds} is {result.status}")
+            return Generation(result, rounds, f"master {rounds} is {result.status}")
         if options.time_limit is not None and _clock() - started > options.time_limit:
-            return Generation(result, rounds, added, f"time limit of {options.time_limit:g} s reached after "
+            return Generation(result, rounds, f"time limit of {options.time_limit:g} s reached after "
                               f"{rounds} master LPs", timed_out=True)
         columns = pricer(result.row_duals)
         if columns is None:
-            return Generation(result, rounds, added)
+            return Generation(result, rounds)
         lp.add(columns)
-        added += len(columns)
-    return Generation(result, max_rounds, added, f"no convergence in {max_rounds} rounds")
+    return Generation(result, max_rounds, f"no convergence in {max_rounds} rounds")
 
 
 def solve_by_column_generation(

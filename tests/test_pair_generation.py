@@ -162,7 +162,7 @@ def test_a_license_refusal_of_the_master_is_raised_not_met_again_by_the_full_lp(
     def refuse(master, pricer, backend, options, max_rounds=200):
         calls.append(master.num_vars)
         refused = Result(Status.LICENSE_LIMIT, backend.spec, message="too large")
-        return Generation(refused, 1, 0, "master 1 is license_limit")
+        return Generation(refused, 1, "master 1 is license_limit")
 
     monkeypatch.setattr(pair_generation, "generate_columns", refuse)
     with pytest.raises(LicenseLimitError, match="too large"):
