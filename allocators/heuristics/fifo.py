@@ -10,6 +10,7 @@ that finds no type blocks every job behind it (no backfilling).
 
 from __future__ import annotations
 
+import random
 from abc import abstractmethod
 
 import numpy as np
@@ -63,10 +64,16 @@ class Fifo(_Fifo):
     """Heterogeneity-agnostic FIFO: a uniformly random type among those with room
     (``np.random.default_rng(seed)``, one draw per started job).
 
-    ``gavel_compat=True`` reproduces a defect of the published policy: its random draw is
-    never used, and every job gets allocation 1.0 on the last worker type in name order
-    (v100 for Gavel's cluster), however many GPUs that type has; the round mechanism then
-    time-shares that one type among all jobs and leaves the others idle."""
+    ``gavel_compat=True`` replays the published policy step by step, defects included. Its
+    random draw (Python's ``random.Random(seed)``) picks among the types with room for the
+    job but is never used: the job is put on the last type by name of the list of types that
+    had free GPUs when the call began (v100 on an idle Gavel cluster), whatever that type's
+    free GPUs, and that type's free count goes down (below zero too). When the count hits
+    zero exactly, the drawn type, not the one used, leaves the list. A job starts only while
+    some listed type shows room for its scale factor. A job that leaves hands its type to
+    the first waiting job only if that job fits the type's count left after the running
+    jobs before it in id order. The round mechanism then time-shares each used type among
+    far more jobs than it has GPUs and leaves the other types idle."""
 
     name = "fifo"
     supports_gavel_compat = True
@@ -75,6 +82,7 @@ class Fifo(_Fifo):
                  gavel_compat: bool = False):
         super().__init__(solver, options)
         self._rng = np.random.default_rng(seed)
+        self._published_rng = random.Random(seed)
         self.gavel_compat = gavel_compat
 
     def _choose(self, problem: AllocationProblem, i: int, options: np.ndarray) -> int:
@@ -83,9 +91,36 @@ class Fifo(_Fifo):
     def allocate(self, problem: AllocationProblem) -> Allocation:
         if not self.gavel_compat:
             return super().allocate(problem)
-        x = np.zeros(problem.throughputs.shape)
-        x[:, problem.worker_types.index(max(problem.worker_types))] = 1.0
-        return self._allocation(problem, x, ["gavel_compat: every job on the last worker type by name"])
+        names, s, T = problem.worker_types, problem.scale_factors, problem.throughputs
+        row = {int(jid): i for i, jid in enumerate(problem.job_ids)}
+        free = dict(zip(names, problem.capacities.tolist()))
+        queue = sorted(jid for jid in row if jid not in self._placed)
+        for jid in sorted(self._placed):
+            name = self._placed[jid]
+            if jid in row:
+                free[name] -= s[row[jid]]
+                continue
+            del self._placed[jid]
+            if queue and s[row[queue[0]]] <= free[name] and T[row[queue[0]], names.index(name)] > 0:
+                free[name] -= s[row[queue[0]]]
+                self._placed[queue.pop(0)] = name
+        open_types = sorted(name for name in names if free[name] > 0)
+        while queue and open_types:
+            jid, stale = queue.pop(0), open_types[-1]
+            room = [k for k, name in enumerate(open_types) if free[name] >= s[row[jid]]]
+            if not room:
+                break
+            drawn = room[self._published_rng.randrange(len(room))]
+            if T[row[jid], names.index(stale)] > 0:
+                self._placed[jid] = stale
+                free[stale] -= s[row[jid]]
+                if free[stale] == 0:
+                    open_types.pop(drawn)
+        x = np.zeros(T.shape)
+        for jid, name in self._placed.items():
+            x[row[jid], names.index(name)] = 1.0
+        return self._allocation(problem, x, ["gavel_compat: the published fifo's steps (jobs on the last worker "
+                                             "type by name)"])
 
 
 class FifoPerf(_Fifo):
