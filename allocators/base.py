@@ -114,11 +114,11 @@ class Policy(ABC):
         return session.solve(canon)
 
     @property
-    def heterogeneity_aware(self) -> bool:
-        """The policy tells worker types apart (Gavel's ``_perf`` and ``_packed`` variants,
-        AlloX); round mechanisms walk types in a fixed fastest-first order for these and in
-        a shuffled order for the agnostic ones."""
-        return "perf" in self.name or "packed" in self.name or self.name == "allox"
+    def fixed_type_order(self) -> bool:
+        """Round mechanisms walk worker types in a fixed fastest-first order for this policy
+        and in a shuffled order otherwise. Gavel fixes the order for its ``_perf`` and packing
+        policies (``Gandiva_Packing`` among them) and AlloX."""
+        return "perf" in self.name or "packed" in self.name or self.name in ("allox", "gandiva")
 
     @abstractmethod
     def allocate(self, problem: AllocationProblem) -> Allocation: ...

@@ -24,12 +24,18 @@ LAST_UPPER = 1e12
 class MinTotalDuration(Policy):
     """``gavel_compat=True`` reproduces the published policy's search instead of the exact
     LP: bisection on the makespan T over feasibility programs (constant objective), keeping
-    the interior point of the last feasible T. Its makespan is up to 5% above the optimum,
-    and the allocation differs (an interior point of the feasible set, not an optimum)."""
+    the point the solver stopped at for the last feasible T. With ``published_solver`` the
+    programs are laid out as published (``build_deadline_published``; not for ``_packed``),
+    and the solver stops at the published point; other solvers get the well-scaled rows of
+    ``build_deadline``. Its makespan is up to 5% above the optimum,
+    and the allocation is some point of the feasible set, not an optimum."""
 
     program = ProgramClass.LP
     variant: min_total_duration.Variant
     supports_gavel_compat = True
+    #: the solver the published simulator ran (``--solver ECOS``), used under ``gavel_compat``
+    #: when the solver is left to ``auto`` and it is installed
+    published_solver = "cvxpy:ECOS"
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, gavel_compat: bool = False):
         super().__init__(solver, options)
@@ -44,6 +50,7 @@ class MinTotalDuration(Policy):
         return widen(min_total_duration.decode(solved, model, result, self.name, self.variant, S), problem, generated)
 
     def _bisect(self, problem: AllocationProblem) -> Allocation:
+        published = self.variant != "packed" and self.solver == self.published_solver
         lo, hi = FIRST_RANGE
         best = None
         while best is None:
@@ -51,7 +58,8 @@ class MinTotalDuration(Policy):
                 raise ProblemError(f"{self.name}: no makespan below {LAST_UPPER:.0e} s is feasible")
             while RATIO * lo < hi:
                 deadline = (lo + hi) / 2.0
-                model = min_total_duration.build_deadline(problem, self.variant, deadline)
+                build = min_total_duration.build_deadline_published if published else min_total_duration.build_deadline
+                model = build(problem, self.variant, deadline)
                 result = self._solve(model)
                 if result.status is Status.OPTIMAL:
                     best, hi = (model, result, deadline), deadline
@@ -59,7 +67,11 @@ class MinTotalDuration(Policy):
                     lo = deadline
             lo, hi = hi, hi * 10.0
         model, result, deadline = best
-        allocation = combinations.decode(problem, model, result, self.name, objective=deadline)
+        if published:
+            allocation = Allocation(problem, min_total_duration.published_allocation(problem, result), self.name,
+                                    objective=deadline, result=result)
+        else:
+            allocation = combinations.decode(problem, model, result, self.name, objective=deadline)
         allocation.notes.append(f"gavel_compat: makespan bisection, last feasible T = {deadline:.1f} s")
         return allocation
 

@@ -405,7 +405,7 @@ def simulate_command(
         if write_trace_to is not None:
             write_trace(workload, write_trace_to)
             console.print(f"wrote {write_trace_to}")
-    solver_spec = default_solver(policy) if solver == "auto" else solver
+    solver_spec = default_solver(policy, config.gavel_compat) if solver == "auto" else solver
     replans = issubclass(POLICIES.get(policy, object), RoundPlanner)
     with _progress_bar(progress, "re-plans" if replans else "solves") as report:
         result = run_simulation(workload, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,

@@ -134,7 +134,7 @@ class Engine:
         self.mechanism = Mechanism(self.combos, workload.cluster.gpus, cfg.round_length, cfg.reset_interval,
                                    skip_zero_priority=policy.name.startswith("fifo"))
         self.placement = Placement(workload.cluster.gpus, per_server)
-        self.aware = policy.heterogeneity_aware
+        self.fixed_order = policy.fixed_type_order
         self.order = type_order(workload)
         self.shuffler = random.Random(cfg.seed + 5)
         self.jobs = AdaptiveJobs(workload, workload.table, published=cfg.gavel_compat)
@@ -151,7 +151,7 @@ class Engine:
         self.rounds = 0
 
     def _types_this_round(self) -> list[int]:
-        if self.aware:
+        if self.fixed_order:
             return self.order
         order = list(self.order)
         self.shuffler.shuffle(order)

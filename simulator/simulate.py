@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from allocators import ProgramClass, make_policy
 from allocators.registry import policy_class
-from optim import SolveOptions
+from optim import SolveOptions, get_backend
 
 from .cluster import Cluster, parse_cluster, parse_prices
 from .engine import Engine, Progress, SimulationConfig
@@ -24,14 +24,20 @@ from .workload import build_workload
 EXAMPLE = {"cluster": "v100=8,p100=8,k80=8", "num_jobs": 200, "lam": 1800.0, "multi_gpu": True, "seed": 0}
 
 
-def default_solver(policy: str) -> str:
-    """``clarabel`` (interior point) for LP and convex policies, ``highs`` for MILPs.
+def default_solver(policy: str, gavel_compat: bool = False) -> str:
+    """``clarabel`` (interior point) for LP and convex policies, ``highs`` for MILPs; under
+    ``gavel_compat``, a policy's ``published_solver`` where it has one and it is installed.
 
     An interior-point solution is the analytic centre of the optimal face; the published
     Gavel simulator used one (ECOS), and where optima are not unique (often, for max-min
-    programs) a vertex solver picks another optimal allocation, which changes the schedule."""
-    program = policy_class(policy).program
-    return "highs" if program in (ProgramClass.MILP, ProgramClass.HEURISTIC) else "clarabel"
+    programs) a vertex solver picks another optimal allocation, which changes the schedule.
+    Where the published policy keeps the point its solver stopped at inside a feasible set
+    (the makespan bisection), only that solver gives the published point."""
+    cls = policy_class(policy)
+    published = getattr(cls, "published_solver", None) if gavel_compat else None
+    if published and get_backend(published).is_available():
+        return published
+    return "highs" if cls.program in (ProgramClass.MILP, ProgramClass.HEURISTIC) else "clarabel"
 
 
 def simulate(
@@ -74,7 +80,7 @@ def simulate(
     options = options or SolveOptions()
     if options.seed is None:
         options = replace(options, seed=config.seed)
-    pol = make_policy(policy, default_solver(policy) if solver == "auto" else solver, options,
+    pol = make_policy(policy, default_solver(policy, config.gavel_compat) if solver == "auto" else solver, options,
                       gavel_compat=config.gavel_compat, **_seeded(policy, config.seed), **dict(policy_params or {}))
     price_array = parse_prices(prices, spec) if prices else None
     return Engine(workload, pol, config, prices=price_array, executor=executor).run(progress)

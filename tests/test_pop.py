@@ -113,7 +113,7 @@ def test_pairs_stay_inside_their_part():
 def test_registry_name_form():
     policy = make_policy("max_min_fairness_perf@pop4", "highs")
     assert isinstance(policy, Partitioned) and policy.k == 4 and policy.name == "max_min_fairness_perf@pop4"
-    assert policy.heterogeneity_aware
+    assert policy.fixed_type_order
     for bad in ("max_min_fairness_perf@pop0", "max_min_fairness_perf@popx", "nope@pop2"):
         with pytest.raises(UnknownPolicyError):
             make_policy(bad)

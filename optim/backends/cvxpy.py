@@ -121,7 +121,9 @@ def _translate(model: CanonicalModel):
     int_idx = np.flatnonzero(model.integrality)
     # integer indices as numpy index arrays: cvxpy >= 1.6 breaks on lists of tuples (cvxpy#2668)
     integer = True if int_idx.size == n and n else (int_idx,) if int_idx.size else False
-    x = cp.Variable(n, integer=integer, bounds=[model.col_lo, model.col_hi]) if n else cp.Variable(0)
+    bounded = np.isfinite(model.col_lo).any() or np.isfinite(model.col_hi).any()
+    bounds = [model.col_lo, model.col_hi] if bounded else None
+    x = cp.Variable(n, integer=integer, bounds=bounds) if n else cp.Variable(0)
     A = model.A.tocsr()
     index, sense, rhs = split_rows(model)
     groups = {}
