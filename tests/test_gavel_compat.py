@@ -1,0 +1,103 @@
+"""The published Gavel policies' rules that ``--gavel-compat`` replays (fifo's stale type,
+gandiva's pairing and introspection, the makespan bisection's published layout)."""
+
+import numpy as np
+import pytest
+
+from allocators import make_policy
+from formulations import AllocationProblem, JobPairs, allocation_violations
+from formulations.min_total_duration import build_deadline_published, published_allocation
+from optim import get_backend, solve
+
+
+def problem(T, caps, names, ids=None, pairs=None, remaining=None) -> AllocationProblem:
+    T = np.asarray(T, dtype=float)
+    m = T.shape[0]
+    return AllocationProblem(
+        worker_types=tuple(names), capacities=np.asarray(caps, dtype=float),
+        job_ids=np.arange(m) if ids is None else np.asarray(ids), job_types=tuple(f"m{i}" for i in range(m)),
+        scale_factors=np.ones(m), weights=np.ones(m), throughputs=T, remaining_steps=remaining,
+        time_since_arrival=np.zeros(m), pairs=pairs)
+
+
+def test_fifo_compat_puts_an_arrival_on_the_last_type_that_had_free_gpus():
+    """Three jobs over-commit v100 (1 GPU); the published policy then lists only the types
+    with free GPUs (k80, p100) and puts the arrival on the last of them, p100, whatever its
+    random draw; the first call's jobs stay where they are."""
+    names, caps = ("v100", "p100", "k80"), (1, 4, 4)
+    policy = make_policy("fifo", gavel_compat=True)
+    first = policy.allocate(problem(np.ones((3, 3)), caps, names))
+    assert first.x[0, 0] == 1.0 and (first.x.sum(axis=1) == 1.0).all()
+    second = policy.allocate(problem(np.ones((4, 3)), caps, names))
+    np.testing.assert_array_equal(second.x[:3], first.x)
+    assert second.x[3].tolist() == [0.0, 1.0, 0.0]
+    default = make_policy("fifo").allocate(problem(np.ones((3, 3)), caps, names))
+    assert default.x[:, 0].sum() <= 1.0
+
+
+def _pair_problem(m: int) -> AllocationProblem:
+    """m jobs on one GPU of each of two types; every pair shares a type at 0.3 of each
+    member's rate: 0.6 normalized on each type, 1.2 summed over both."""
+    first, second = np.triu_indices(m, 1)
+    rates = np.full((first.size, 2, 2), 0.3)
+    return problem(np.ones((m, 2)), (1, 1), ("k80", "v100"), pairs=JobPairs(first, second, rates))
+
+
+def test_gandiva_compat_keeps_pairs_by_their_gain_summed_over_types():
+    """Oversubscribed: the published policy pairs jobs without a throughput check and keeps a
+    pair while its normalized throughput summed over the types (1.2) is >= 1; ours never
+    pairs jobs that lose on every type (0.6 each)."""
+    compat = make_policy("gandiva", gavel_compat=True)
+    first = compat.allocate(_pair_problem(3))
+    assert first.pair_x.sum() > 0
+    again = compat.allocate(_pair_problem(3))
+    np.testing.assert_array_equal(np.flatnonzero(again.pair_x.sum(axis=1)), np.flatnonzero(first.pair_x.sum(axis=1)))
+    assert not allocation_violations(again)
+    default = make_policy("gandiva").allocate(_pair_problem(3))
+    assert default.pair_x is None or default.pair_x.sum() == 0
+
+
+def test_gandiva_compat_shares_every_type_among_the_combinations():
+    """Each of the C combinations gets W_j / C of every type, the row scaled to sum <= 1."""
+    alloc = make_policy("gandiva", gavel_compat=True).allocate(_pair_problem(3))
+    C = 2  # one pair, one job alone
+    alone = np.flatnonzero(alloc.x.sum(axis=1))
+    np.testing.assert_allclose(alloc.x[alone], 0.5)
+    np.testing.assert_allclose(alloc.pair_x[alloc.pair_x.sum(axis=1) > 0], 1.0 / C)
+
+
+def test_walk_order_is_fixed_for_gavel_packing_policies():
+    assert make_policy("gandiva").fixed_type_order
+    assert make_policy("max_min_fairness_packed").fixed_type_order
+    assert not make_policy("fifo").fixed_type_order
+    assert not make_policy("max_min_fairness").fixed_type_order
+
+
+@pytest.mark.skipif(not get_backend("cvxpy:ECOS").is_available(), reason="ECOS not installed")
+@pytest.mark.parametrize("variant", ["perf", "agnostic"])
+def test_published_layout_gives_the_point_of_gavels_own_program(variant):
+    """ECOS stops inside the feasible set of a constant-objective program; on the published
+    layout it stops where it does on Gavel's own cvxpy program (jobs by id, types by name)."""
+    import cvxpy as cp
+
+    rng = np.random.default_rng(3)
+    T = rng.uniform(0.5, 3.0, (6, 3))
+    p = problem(T, (2, 2, 3), ("v100", "p100", "k80"), ids=np.array([5, 1, 4, 0, 3, 2]),
+                remaining=rng.uniform(1e3, 1e4, 6))
+    deadline = 20000.0
+    result = solve(build_deadline_published(p, variant, deadline), "cvxpy:ECOS")
+    ours = published_allocation(p, result)
+
+    jobs, types = np.argsort(p.job_ids), np.argsort(p.worker_types)
+    rates = T[np.ix_(jobs, types)]
+    if variant == "agnostic":
+        rates = np.repeat(T[jobs][:, [0]], 3, axis=1)
+    x = cp.Variable(rates.shape)
+    sf = np.ones(rates.shape)
+    constraints = [x >= 0, cp.sum(cp.multiply(sf, x), axis=0) <= p.capacities[types],
+                   cp.sum(x, axis=1) <= 1, cp.sum(cp.multiply(rates, x), axis=1) >= p.remaining_steps[jobs] / deadline]
+    cp.Problem(cp.Maximize(1), constraints).solve(solver="ECOS")
+    theirs = np.zeros(T.shape)
+    theirs[np.ix_(jobs, types)] = x.value.clip(0, 1)
+    np.testing.assert_allclose(ours, theirs, atol=1e-9)
+    assert 0.05 < ours.max() and not np.allclose(ours, ours.round())
