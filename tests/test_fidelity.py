@@ -1,0 +1,31 @@
+"""Rows of one small trace per system against the published simulators' own results
+(``../shared/data/oracles``) and the Shockwave paper, within the fidelity targets."""
+
+import pytest
+
+from benchmarks.fidelity import elasticflow_runs, execute, gavel_runs, shockwave_runs
+
+
+def _check(data, runs):
+    rows = [row for run in runs for row in execute(data, run)]
+    assert rows
+    missed = [row for row in rows if row["within"] is False]
+    assert not missed, missed
+
+
+@pytest.mark.parametrize("trace", ["medium_test.trace", "max_min_fairness.trace"])
+def test_gavel_compat_rows_within_one_percent(shared_data, trace):
+    _check(shared_data, [r for r in gavel_runs(shared_data) if r.trace == trace and r.mode == "compat"])
+
+
+def test_elasticflow_rows_of_cluster10_within_0_02(shared_data):
+    runs = [r for r in elasticflow_runs(shared_data) if r.trace == "itp/cluster10.csv"]
+    assert {r.policy for r in runs} >= {"elasticflow-greedy", "elasticflow", "edf", "gandiva", "dlas-gpu"}
+    rows = [row for run in runs for row in execute(shared_data, run)]
+    assert not [row for row in rows if row["within"] is False]
+    ratio = {row["policy"]: row["ours"] for row in rows}
+    assert ratio["elasticflow"] >= ratio["elasticflow-greedy"]
+
+
+def test_shockwave_compat_beats_the_published_120_job_run(shared_data):
+    _check(shared_data, [r for r in shockwave_runs(shared_data) if r.mode == "compat"])
