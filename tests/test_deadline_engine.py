@@ -65,14 +65,22 @@ def test_overhead_delays_completion_by_the_published_amount(tmp_path):
     assert charged.summary["decisions"] == 2
 
 
-@pytest.mark.parametrize("policy", ["elasticflow", "elasticflow-greedy"])
-def test_admission_declines_the_job_that_cannot_fit(tmp_path, policy):
+def test_admission_declines_the_job_that_cannot_fit(tmp_path):
     # the first job needs all 8 GPUs for 100 s; the second arrives with it and needs the same
-    result = run(tmp_path, [(0, 4800, 100, 8), (0, 4800, 100, 8), (0, 600, 5000, 1)], policy)
+    result = run(tmp_path, [(0, 4800, 100, 8), (0, 4800, 100, 8), (0, 600, 5000, 1)], "elasticflow")
     s = result.summary
     assert (s["accepted"], s["declined"]) == (2, 1)
     assert s["finished_late"] == 0
     assert result.summary["deadline_satisfactory_ratio"] == pytest.approx(2 / 3)
+
+
+def test_the_published_planner_declines_all_arrivals_of_a_decision_together(tmp_path):
+    # as above: the published ef-accessctrl plans the three arrivals at once and declines all
+    result = run(tmp_path, [(0, 4800, 100, 8), (0, 4800, 100, 8), (0, 600, 5000, 1)], "elasticflow-greedy")
+    assert (result.summary["accepted"], result.summary["declined"]) == (0, 3)
+    # arriving at different decisions, only the one that cannot fit is declined
+    result = run(tmp_path, [(0, 4800, 100, 8), (60, 4800, 160, 8), (200, 600, 5000, 1)], "elasticflow-greedy")
+    assert (result.summary["accepted"], result.summary["declined"]) == (2, 1)
 
 
 def test_best_effort_jobs_are_never_declined_and_use_leftover_gpus(tmp_path):

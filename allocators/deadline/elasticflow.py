@@ -14,8 +14,20 @@ Policies:
   inserted on what it leaves free (:func:`formulations.elasticflow.insert_job`; also a proof), and
   then the LP relaxation (a certificate of infeasibility) and the MILP decide. A MILP over the size
   limit or stopped without an answer falls back to the greedy and says so in the run's notes.
-- ``elasticflow-greedy``: the published greedy planner alone (the published ``ef-accessctrl``).
-- ``ef``: the greedy planner without admission control (every job is admitted).
+- ``elasticflow-greedy``: the published planner (the published ``ef-accessctrl``): the greedy
+  alone, with the published simulator's admission rules (``published``, below).
+- ``ef``: the published planner without admission control (every job is admitted).
+
+The published rules (``published = True``), kept for the published planners only:
+
+- the arrivals of one decision are admitted or declined together, on one plan of all of them
+  (one arrival that cannot make its deadline declines the others);
+- every admitted deadline job stays in the plan, also one that can no longer make its deadline,
+  which fails every admission test until it ends; a job past its deadline goes first, at its cap
+  (the published planner's fallback), and the plan is made on the GPUs it leaves.
+
+``elasticflow`` tests each arrival alone (deadline order) and plans only the jobs that can still
+make their deadline; the others run on leftover GPUs.
 
 Each slot's usable seconds are reduced by the overhead every decision costs a running job
 (the engine's ``overhead_floor``), so plans keep the margin the published planner lacks.
@@ -46,6 +58,7 @@ from formulations.elasticflow import (
 from optim import SolveOptions
 
 from .base import Charge, DeadlinePolicy, JobsView
+from .edf import deadline_order, edf_allocation
 
 
 class ElasticFlow(DeadlinePolicy):
@@ -56,6 +69,7 @@ class ElasticFlow(DeadlinePolicy):
     charge = Charge.EVERY_DECISION
     exact = True
     admission = True
+    published = False
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, *, fine_slots: int = 64,
                  max_binaries: int = 20_000, time_limit: float = 5.0):
@@ -79,6 +93,12 @@ class ElasticFlow(DeadlinePolicy):
         if not self.admission:
             return ok
         admitted = self._deadline_jobs(view, exclude=arrivals)
+        if self.published:
+            asking = arrivals[~view.best_effort[arrivals]]
+            trial = np.union1d(admitted, asking)
+            self._bounds(view, trial)
+            ok[~view.best_effort[arrivals]] = self._plan(view, trial, purpose="admission").feasible
+            return ok
         self._bounds(view, np.union1d(admitted, arrivals[~view.best_effort[arrivals]]))
         order = np.argsort(view.deadline[arrivals], kind="stable")
         for k in order:
@@ -96,8 +116,15 @@ class ElasticFlow(DeadlinePolicy):
         gpus = np.zeros(len(view.state), dtype=np.int64)
         jobs = self._deadline_jobs(view)
         self._next_change = np.inf
+        held = None
+        if self.published:
+            late = view.deadline[jobs] <= view.now
+            gpus += edf_allocation(view, deadline_order(view, jobs[late]))
+            jobs = jobs[~late]
+            on = np.flatnonzero(gpus)
+            held = (gpus[on], view.now + view.remaining[on] / view.rate(on, gpus[on]))
         if jobs.size:
-            problem = self.problem(view, jobs)
+            problem = self.problem(view, jobs, held)
             plan = self._plan(view, jobs, purpose="allocation", problem=problem)
             gpus[jobs] = plan.gpus[:, 0]
             changes = np.flatnonzero((plan.gpus[:, 1:] != plan.gpus[:, :1]).any(axis=0))
@@ -116,6 +143,8 @@ class ElasticFlow(DeadlinePolicy):
         and does not block admissions)."""
         jobs = view.active()
         jobs = jobs[~view.best_effort[jobs]]
+        if self.published:
+            return jobs if exclude is None else jobs[~np.isin(jobs, exclude)]
         fastest = np.nanmax(np.where(view.allowed(jobs), view.rates[jobs], np.nan), axis=1, initial=0.0)
         alive = view.now + view.remaining[jobs] / np.maximum(fastest, 1e-300) <= view.deadline[jobs]
         jobs = jobs[alive]
@@ -193,16 +222,21 @@ class ElasticFlow(DeadlinePolicy):
                 return None
         return Plan(feasible=True, gpus=gpus, method="kept plan")
 
-    def problem(self, view: JobsView, jobs: np.ndarray) -> AdmissionProblem:
-        """The admission program's data for ``jobs`` (sorted) from now on this decision's slots."""
+    def problem(self, view: JobsView, jobs: np.ndarray,
+                held: tuple[np.ndarray, np.ndarray] | None = None) -> AdmissionProblem:
+        """The admission program's data for ``jobs`` (sorted) from now on this decision's slots;
+        ``held`` = (GPUs, until when) of jobs outside the plan, taken from the capacity."""
         bounds = self._bounds(view, jobs)
         starts, ends = bounds[:-1], bounds[1:]
+        capacity = np.full(len(starts), view.total_gpus, dtype=np.int64)
+        if held is not None:
+            capacity -= (held[0][:, None] * (held[1][:, None] > starts[None, :])).sum(axis=0).astype(np.int64)
         deadline = view.deadline[jobs]
         usable = np.clip(np.minimum(ends[None, :], deadline[:, None]) - starts[None, :], 0.0, None)
         decisions_per_slot = np.maximum(np.round((ends - starts) / view.slot), 1.0)
         usable = np.clip(usable - view.overhead_floor * decisions_per_slot[None, :], 0.0, None)
         throughput = np.where(view.allowed(jobs), view.rates[jobs], np.nan)
-        return AdmissionProblem(capacity=np.full(len(starts), view.total_gpus, dtype=np.int64), usable=usable,
+        return AdmissionProblem(capacity=capacity, usable=usable,
                                 gpu_counts=view.gpu_counts, throughput=throughput,
                                 remaining=view.remaining[jobs].astype(float), slot_seconds=ends - starts)
 
@@ -239,18 +273,20 @@ class ElasticFlow(DeadlinePolicy):
 
 
 class ElasticFlowGreedy(ElasticFlow):
-    """ElasticFlow as published (ef-accessctrl): admission by the greedy planner alone."""
+    """ElasticFlow as published (ef-accessctrl): the greedy planner alone, the published admission rules."""
 
     name = "elasticflow-greedy"
     exact = False
+    published = True
 
 
 class ElasticFlowNoAdmission(ElasticFlow):
-    """ElasticFlow's planner without admission control: every job is admitted."""
+    """ElasticFlow's published planner without admission control: every job is admitted."""
 
     name = "ef"
     exact = False
     admission = False
+    published = True
 
 
 def _slot_starts(view: JobsView, problem: AdmissionProblem) -> np.ndarray:
