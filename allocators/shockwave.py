@@ -39,6 +39,8 @@ MOMENTUM = 0.9
 #: largest priority: larger ones (the published ρ̂^100 reaches 1e17) are taken to the power
 #: that brings the largest here, so objective coefficients stay within solver tolerances
 PRIORITY_CAP = 1e6
+#: the published planner rules ``gavel_compat`` turns on (:class:`Shockwave`)
+PUBLISHED_RULES = ("clock", "predictor", "log")
 #: priority exponent for a job predicted to finish within one round
 URGENT_EXPONENT = 100.0
 #: log-term gap of the LP relaxation solved for a market program's MIP start
@@ -46,11 +48,12 @@ START_LOG_GAP = 1e-2
 
 
 class Shockwave(RoundPlanner):
-    """``gavel_compat=True`` does three things as the published code does: the planner's
-    clock is round index x round length (ahead of simulated time, as rounds end early when
-    their last job finishes), remaining times are predicted one epoch short from epochs of
-    whole seconds (:class:`~allocators.remaining_time.RemainingTime` with
-    ``published=True``), and the log utility is the published secant interpolation through
+    """``gavel_compat=True`` turns on three published planner rules (each can also be set
+    alone, by name in ``published``): ``"clock"``, the planner's clock is round index x round
+    length (ahead of simulated time, as rounds end early when their last job finishes);
+    ``"predictor"``, remaining times are predicted one epoch short from epochs of whole
+    seconds (:class:`~allocators.remaining_time.RemainingTime` with ``published=True``);
+    ``"log"``, the log utility is the published secant interpolation through
     ``config.log_bases``."""
 
     name = "shockwave"
@@ -58,10 +61,17 @@ class Shockwave(RoundPlanner):
     supports_gavel_compat = True
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None,
-                 config: ShockwaveConfig | None = None, gavel_compat: bool = False):
+                 config: ShockwaveConfig | None = None, gavel_compat: bool = False,
+                 published: tuple[str, ...] | None = None):
         super().__init__(solver, options)
         self.config = config or ShockwaveConfig()
         self.gavel_compat = gavel_compat
+        rules = PUBLISHED_RULES if published is None and gavel_compat else tuple(published or ())
+        unknown = sorted(set(rules) - set(PUBLISHED_RULES))
+        if unknown:
+            raise ValueError(f"shockwave: unknown published rule(s) {', '.join(unknown)}; "
+                             f"expected some of {', '.join(PUBLISHED_RULES)}")
+        self.published = frozenset(rules)
         self._predictors: dict[int, RemainingTime] = {}
         self._estimates: dict[int, list[tuple[int, float]]] = {}
         self._known: frozenset[int] = frozenset()
@@ -70,7 +80,7 @@ class Shockwave(RoundPlanner):
     def _predictor(self, state: RoundState, job: int) -> RemainingTime:
         pred = self._predictors.get(job)
         if pred is None:
-            pred = self._predictors[job] = RemainingTime(*state.profile.job(job), published=self.gavel_compat)
+            pred = self._predictors[job] = RemainingTime(*state.profile.job(job), published="predictor" in self.published)
         return pred
 
     def plan(self, state: RoundState) -> RoundPlan:
@@ -124,12 +134,12 @@ class Shockwave(RoundPlanner):
                                   for j, d in zip(state.jobs.tolist(), state.epochs_done.tolist())])
         share = min(1.0, state.gpus / N)
         target = np.array([self._target(j, state.round_index) for j in state.jobs.tolist()])
-        now = state.round_index * state.round_length if self.gavel_compat else state.now
+        now = state.round_index * state.round_length if "clock" in self.published else state.now
         window_end = now + cfg.rounds * state.round_length
         market = Market(state.gpus, cfg.rounds, state.round_length, state.scale_factors,
                         np.minimum(state.epochs_done, state.epochs_total), state.epochs_total,
                         np.maximum(epoch_seconds, 1e-6), remaining, cfg.k,
-                        log_bases=cfg.log_bases if self.gavel_compat else None)
+                        log_bases=cfg.log_bases if "log" in self.published else None)
         options = SolveOptions(mip_gap=cfg.mip_gap, time_limit=cfg.time_limit, log_gap=cfg.mip_gap,
                                threads=self.options.threads, verbose=self.options.verbose, raw=self.options.raw,
                                seed=self.options.seed)

@@ -70,11 +70,16 @@ METRICS = (("makespan", "makespan"), ("average_jct", "average_jct"), ("worst_ftf
            ("unfair_fraction", "ftf_unfair_fraction"))
 
 
-def run_case(data: Path, case: Case, policy: str, compat: bool, seed: int = 0) -> dict:
+def run_case(data: Path, case: Case, policy: str, compat: bool, seed: int = 0,
+             rules: tuple[str, ...] | None = None) -> dict:
+    """One run's row; ``rules``: Shockwave's published planner rules to turn on (None: as
+    ``compat`` says)."""
     root = data / "shockwave"
     solver = "highs" if policy == "shockwave" else default_solver(policy)
     params = {"config": read_shockwave_config(root / "configurations" / case.config)} if policy == "shockwave" else (
         SHOCKWAVE_ALLOX if policy == "allox" else {})
+    if rules is not None:
+        params["published"] = rules
     row = {"jobs": case.jobs, "gpus": case.gpus, "policy": policy, "solver": solver, "gavel_compat": compat,
            "seed": seed,
            **{name: "" for name, _ in METRICS}, "utilization": "", "wall_s": "", "replans": "",
