@@ -1,7 +1,7 @@
 """Our runs beside the published simulators' own results, row by row.
 
     python -m benchmarks.fidelity --data ../shared/data [--systems gavel elasticflow shockwave]
-        [--workers 2] [--out benchmarks/results/fidelity.csv]
+        [--workers 2] [--out benchmarks/results/fidelity.csv] [--markdown TABLE.md]
 
 - **gavel**: every row of ``oracles/gavel_published_simulator.csv`` (the published simulator on
   Gavel's traces, seed 0, 360 s rounds), run as a new user would: ``simulate(...,
@@ -197,17 +197,32 @@ def summary_line(system: str, rows: list[dict]) -> str:
     return text + ("; missed: " + "; ".join(missed) if missed else "")
 
 
+def markdown_table(rows: list[dict]) -> str:
+    """The rows as a Markdown table (the one in ``benchmarks/README.md``)."""
+    cols = ("system", "source", "trace", "cluster", "policy", "mode", "metric", "ours", "published", "diff",
+            "tolerance", "within")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = [str(r[c]).replace("|", "/") for c in cols]
+        cells[cols.index("within")] = {"True": "yes", "False": "**no**", "": ""}[str(r["within"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fidelity", description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/fidelity.csv"))
+    parser.add_argument("--markdown", type=Path, help="also write the rows as a Markdown table here")
     args = parser.parse_args(argv)
     runs = [run for system in args.systems for run in PLANS[system](args.data)]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         rows = [row for result in pool.map(execute, [args.data] * len(runs), runs) for row in result]
     write_rows(rows, args.out)
+    if args.markdown:
+        args.markdown.write_text(markdown_table(rows) + "\n")
     for system in args.systems:
         print(summary_line(system, rows))
     return 0
