@@ -90,7 +90,8 @@ def test_leases_train_for_real_on_the_simulated_schedule(tmp_path):
     simulated = run(trace, table, recorder)
     with RayExecutor(trace.job_types, tmp_path / "ckpt", time_scale=SCALE) as executor:
         real = run(trace, table, executor)
-    assert real.summary["jobs_completed"] == 4 and real.summary["failed_leases"] == 0
+    failures = [lease.reason for lease in executor.log if lease.reason]
+    assert real.summary["jobs_completed"] == 4 and real.summary["failed_leases"] == 0, failures
     assert by_round(executor.log) == recorder.rounds
     assert all(lease.credited == lease.planned and lease.trained == lease.planned for lease in executor.log)
     np.testing.assert_array_equal(real.jobs["finish"], simulated.jobs["finish"])
