@@ -313,7 +313,8 @@ def simulate_command(
     example: bool = typer.Option(False, "--example", help=(
         f"Built-in example: {EXAMPLE['num_jobs']} generated jobs (one every {EXAMPLE['lam']:g} s on average) "
         f"on {EXAMPLE['cluster']} with the built-in throughput table.")),
-    policy: str = typer.Option("max_min_fairness_perf", help="Policy name (see `schedopt policies`)."),
+    policy: str | None = typer.Option(None, help=(
+        "Policy name (see `schedopt policies`) [default: max_min_fairness_perf; elasticflow for deadline runs]")),
     solver: str = typer.Option("auto", help="auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | "
                                              "gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
     cluster: str | None = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
@@ -361,9 +362,11 @@ def simulate_command(
         from .deadlines import simulate_deadlines_command
 
         return simulate_deadlines_command(
-            trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy, solver=solver,
+            trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy or "elasticflow",
+            solver=solver,
             slot=slot, gpu_type=gpu_type, overhead=overhead, out=out, progress=progress,
             progress_bar=_progress_bar, console=console)
+    policy = policy or "max_min_fairness_perf"
     sources = sum((trace is not None, generate is not None, example))
     if sources != 1:
         raise ValueError("give exactly one of --trace FILE, --generate N or --example")

@@ -7,6 +7,7 @@ from pathlib import Path
 from rich import box
 from rich.table import Table
 
+from allocators.deadline import DEADLINE_POLICIES
 from simulator.deadline_simulate import simulate_deadlines
 from simulator.overheads import OverheadModel
 
@@ -23,8 +24,9 @@ def simulate_deadlines_command(*, trace: Path | None, cluster_spec: Path | None,
         raise ValueError(f"--out {out}: exists and is not a directory")
     if overhead not in (None, 0):
         raise ValueError("--overhead for deadline runs: 0 (none) or leave it out (the published model)")
-    if policy == "max_min_fairness_perf":
-        policy = "elasticflow"
+    if policy not in DEADLINE_POLICIES:
+        raise ValueError(f"--policy {policy}: not a deadline policy; a deadline run (--cluster-spec, "
+                         f"--throughput-dir) takes one of {', '.join(sorted(DEADLINE_POLICIES))}")
     with progress_bar(progress, "decisions") as report:
         result = simulate_deadlines(trace, cluster_spec, throughput_dir, policy=policy,
                                     solver="highs" if solver == "auto" else solver, slot=slot, gpu_type=gpu_type,

@@ -181,6 +181,17 @@ def test_cli_reports_a_bad_trace_line_in_one_line(tmp_path):
     assert len(lines) == 1 and "trace.csv:2" in lines[0] and "iteration" in lines[0]
 
 
+def test_cli_never_runs_another_policy_than_the_one_named(tmp_path):
+    trace, spec, tables = write_inputs(tmp_path, [(0, 4800, 1000, 1)])
+    inputs = ["--trace", str(trace), "--cluster-spec", str(spec), "--throughput-dir", str(tables)]
+    res = CliRunner().invoke(app, ["simulate", "--policy", "max_min_fairness_perf", *inputs])
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2 and len(lines) == 1
+    assert "max_min_fairness_perf" in lines[0] and "not a deadline policy" in lines[0] and "elasticflow" in lines[0]
+    res = CliRunner().invoke(app, ["simulate", *inputs])
+    assert res.exit_code == 0 and res.output.startswith("elasticflow on"), res.output
+
+
 def test_cli_needs_all_three_deadline_inputs(tmp_path):
     trace, spec, tables = write_inputs(tmp_path, [(0, 4800, 1000, 1)])
     res = CliRunner().invoke(app, ["simulate", "--policy", "edf", "--trace", str(trace), "--cluster-spec", str(spec)])
