@@ -38,6 +38,11 @@ def policy_class(name: str) -> type[Policy]:
     try:
         return POLICIES[base]
     except KeyError:
+        from .deadline import DEADLINE_POLICIES
+
+        if base in DEADLINE_POLICIES:
+            raise UnknownPolicyError(f"policy {name!r} is a deadline policy: it runs on a deadline trace "
+                                     f"(ElasticFlow / ITP CSV) with --cluster-spec and --throughput-dir") from None
         raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))} "
                                  f"(append {POP_SUFFIX}<k> to partition one into k parts)") from None
 

@@ -192,6 +192,13 @@ def test_cli_never_runs_another_policy_than_the_one_named(tmp_path):
     assert res.exit_code == 0 and res.output.startswith("elasticflow on"), res.output
 
 
+def test_a_deadline_policy_on_a_round_run_says_what_it_needs():
+    res = CliRunner().invoke(app, ["simulate", "--policy", "elasticflow", "--example", "--no-progress"])
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2 and len(lines) == 1
+    assert "deadline policy" in lines[0] and "--cluster-spec" in lines[0]
+
+
 def test_cli_needs_all_three_deadline_inputs(tmp_path):
     trace, spec, tables = write_inputs(tmp_path, [(0, 4800, 1000, 1)])
     res = CliRunner().invoke(app, ["simulate", "--policy", "edf", "--trace", str(trace), "--cluster-spec", str(spec)])
