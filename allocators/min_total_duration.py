@@ -34,7 +34,7 @@ class MinTotalDuration(Policy):
     variant: min_total_duration.Variant
     supports_gavel_compat = True
     #: the solver the published simulator ran (``--solver ECOS``), used under ``gavel_compat``
-    #: when the solver is left to ``auto`` and it is installed
+    #: when the solver is left to ``auto``
     published_solver = "cvxpy:ECOS"
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, gavel_compat: bool = False):
@@ -51,6 +51,7 @@ class MinTotalDuration(Policy):
 
     def _bisect(self, problem: AllocationProblem) -> Allocation:
         published = self.variant != "packed" and self.solver == self.published_solver
+        build = min_total_duration.build_deadline_published if published else min_total_duration.build_deadline
         lo, hi = FIRST_RANGE
         best = None
         while best is None:
@@ -58,7 +59,6 @@ class MinTotalDuration(Policy):
                 raise ProblemError(f"{self.name}: no makespan below {LAST_UPPER:.0e} s is feasible")
             while RATIO * lo < hi:
                 deadline = (lo + hi) / 2.0
-                build = min_total_duration.build_deadline_published if published else min_total_duration.build_deadline
                 model = build(problem, self.variant, deadline)
                 result = self._solve(model)
                 if result.status is Status.OPTIMAL:

@@ -65,7 +65,6 @@ class Shockwave(RoundPlanner):
                  published: tuple[str, ...] | None = None):
         super().__init__(solver, options)
         self.config = config or ShockwaveConfig()
-        self.gavel_compat = gavel_compat
         rules = PUBLISHED_RULES if published is None and gavel_compat else tuple(published or ())
         unknown = sorted(set(rules) - set(PUBLISHED_RULES))
         if unknown:

@@ -363,8 +363,7 @@ def simulate_command(
 
         return simulate_deadlines_command(
             trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy or "elasticflow",
-            solver=solver,
-            slot=slot, gpu_type=gpu_type, overhead=overhead, out=out, progress=progress,
+            solver=solver, slot=slot, gpu_type=gpu_type, overhead=overhead, out=out, progress=progress,
             progress_bar=_progress_bar, console=console)
     policy = policy or "max_min_fairness_perf"
     sources = sum((trace is not None, generate is not None, example))

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from allocators import ProgramClass, make_policy
 from allocators.registry import policy_class
-from optim import SolveOptions, get_backend
+from optim import SolveOptions
 
 from .cluster import Cluster, parse_cluster, parse_prices
 from .engine import Engine, Progress, SimulationConfig
@@ -26,7 +26,7 @@ EXAMPLE = {"cluster": "v100=8,p100=8,k80=8", "num_jobs": 200, "lam": 1800.0, "mu
 
 def default_solver(policy: str, gavel_compat: bool = False) -> str:
     """``clarabel`` (interior point) for LP and convex policies, ``highs`` for MILPs; under
-    ``gavel_compat``, a policy's ``published_solver`` where it has one and it is installed.
+    ``gavel_compat``, a policy's ``published_solver`` where it has one (a dependency).
 
     An interior-point solution is the analytic centre of the optimal face; the published
     Gavel simulator used one (ECOS), and where optima are not unique (often, for max-min
@@ -35,7 +35,7 @@ def default_solver(policy: str, gavel_compat: bool = False) -> str:
     (the makespan bisection), only that solver gives the published point."""
     cls = policy_class(policy)
     published = getattr(cls, "published_solver", None) if gavel_compat else None
-    if published and get_backend(published).is_available():
+    if published:
         return published
     return "highs" if cls.program in (ProgramClass.MILP, ProgramClass.HEURISTIC) else "clarabel"
 

@@ -7,7 +7,7 @@ import pytest
 from allocators import make_policy
 from formulations import AllocationProblem, JobPairs, allocation_violations
 from formulations.min_total_duration import build_deadline_published, published_allocation
-from optim import get_backend, solve
+from optim import solve
 
 
 def problem(T, caps, names, ids=None, pairs=None, remaining=None) -> AllocationProblem:
@@ -73,7 +73,6 @@ def test_walk_order_is_fixed_for_gavel_packing_policies():
     assert not make_policy("max_min_fairness").fixed_type_order
 
 
-@pytest.mark.skipif(not get_backend("cvxpy:ECOS").is_available(), reason="ECOS not installed")
 @pytest.mark.parametrize("variant", ["perf", "agnostic"])
 def test_published_layout_gives_the_point_of_gavels_own_program(variant):
     """ECOS stops inside the feasible set of a constant-objective program; on the published

@@ -93,13 +93,11 @@ class ElasticFlow(DeadlinePolicy):
         if not self.admission:
             return ok
         admitted = self._deadline_jobs(view, exclude=arrivals)
+        asking = ~view.best_effort[arrivals]
+        self._bounds(view, np.union1d(admitted, arrivals[asking]))
         if self.published:
-            asking = arrivals[~view.best_effort[arrivals]]
-            trial = np.union1d(admitted, asking)
-            self._bounds(view, trial)
-            ok[~view.best_effort[arrivals]] = self._plan(view, trial, purpose="admission").feasible
+            ok[asking] = self._plan(view, np.union1d(admitted, arrivals[asking]), purpose="admission").feasible
             return ok
-        self._bounds(view, np.union1d(admitted, arrivals[~view.best_effort[arrivals]]))
         order = np.argsort(view.deadline[arrivals], kind="stable")
         for k in order:
             j = arrivals[k]
