@@ -83,6 +83,18 @@ def test_the_published_planner_declines_all_arrivals_of_a_decision_together(tmp_
     assert (result.summary["accepted"], result.summary["declined"]) == (2, 1)
 
 
+def test_a_job_past_its_deadline_runs_first_under_the_published_planner(tmp_path):
+    # job 0 cannot make its 60 s deadline (2000 s on all 8 GPUs); job 1 can (300 s by 1200 s).
+    # The published planner keeps job 0 in the plan and, once late, runs it first at its cap,
+    # so job 1 misses too; the exact policy declines job 0 and meets job 1's deadline.
+    rows = [(0, 48 * 2000, 60, 8), (0, 48 * 300, 1200, 8)]
+    published = run(tmp_path, rows, "ef")
+    assert published.summary["finished_late"] == 2
+    assert published.jobs["finish"].tolist() == pytest.approx([2000.0, 2300.0])
+    exact = run(tmp_path, rows, "elasticflow")
+    assert (exact.summary["declined"], exact.summary["finished_on_time"]) == (1, 1)
+
+
 def test_best_effort_jobs_are_never_declined_and_use_leftover_gpus(tmp_path):
     result = run(tmp_path, [(0, 4800, 100, 8), (0, 480, 0, 1, 1)], "elasticflow")
     assert result.summary["declined"] == 0
