@@ -55,6 +55,8 @@ class Policy(ABC):
 
     name: str
     program: ProgramClass
+    #: who published the policy (``schedopt policies`` groups by it)
+    system: str = "Gavel"
     uses_pairs: bool = False
     #: the constructor takes ``gavel_compat`` (reproduce a defect of the published policy)
     supports_gavel_compat: bool = False

@@ -41,10 +41,10 @@ def policy_class(name: str) -> type[Policy]:
         from .deadline import DEADLINE_POLICIES
 
         if base in DEADLINE_POLICIES:
-            raise UnknownPolicyError(f"policy {name!r} is a deadline policy: it runs on a deadline trace "
-                                     f"(ElasticFlow / ITP CSV) with --cluster-spec and --throughput-dir") from None
-        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))} "
-                                 f"(append {POP_SUFFIX}<k> to partition one into k parts)") from None
+            raise UnknownPolicyError(f"policy {name!r} plans integer GPU counts per slot, not time fractions: "
+                                     f"run it through simulator.simulate / simulate_deadlines") from None
+        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted({*POLICIES, *DEADLINE_POLICIES}))} "
+                                 f"(append {POP_SUFFIX}<k> to a round policy to partition it into k parts)") from None
 
 
 def make_policy(name: str, solver: str = "highs", options: SolveOptions | None = None, *,

@@ -57,6 +57,7 @@ class Shockwave(RoundPlanner):
     ``config.log_bases``."""
 
     name = "shockwave"
+    system = "Shockwave"
     program = ProgramClass.MILP
     supports_gavel_compat = True
 

@@ -50,12 +50,13 @@ CASES = (
     Case("195job", "itp/195job.csv", "n16g8", "throughputs_A100", 240.0),
     *(Case("itp", f"itp/cluster{c}.csv", spec, "throughputs_A100", 60.0) for c, spec in ITP_CLUSTERS.items()),
 )
-POLICIES = ("elasticflow", "elasticflow-greedy", "ef", "edf", "edf-accessctrl", "gandiva", "dlas-gpu", "themis",
+POLICIES = ("elasticflow", "elasticflow-greedy", "ef", "edf", "edf-accessctrl", "gandiva-ef", "dlas-gpu", "themis",
             "chronus")
 #: policy run on one case group only
 ONLY = {"chronus": "elastic_vs_pollux"}
-#: the published ElasticFlow simulator's policy names -> ours (its ``elasticflow`` is ef-accessctrl)
-ORACLE_POLICY = {"elasticflow": "elasticflow-greedy"}
+#: the published ElasticFlow simulator's policy names -> ours (its ``elasticflow`` is ef-accessctrl; its
+#: Gandiva baseline is ``gandiva-ef``, ``gandiva`` being Gavel's)
+ORACLE_POLICY = {"elasticflow": "elasticflow-greedy", "gandiva": "gandiva-ef"}
 #: (trace, policy) -> a published ratio the oracle file lacks (ElasticFlow artifact's README)
 README_FIGURES = {("traces/elasticVpollux_e.csv", "themis"): 0.312}
 

@@ -44,7 +44,7 @@ from .shockwave import run_case as run_shockwave
 
 SYSTEMS = ("gavel", "elasticflow", "shockwave")
 #: the published ElasticFlow simulator's policy names -> ours
-ELASTICFLOW_POLICY = {"elasticflow": "elasticflow-greedy"}
+ELASTICFLOW_POLICY = {"elasticflow": "elasticflow-greedy", "gandiva": "gandiva-ef"}
 #: ElasticFlow paper, Fig. 9: (cluster spec, policy) -> deadline satisfactory ratio on
 #: ``generated/1000job_1500lam.csv`` (A100 tables, 240 s slots)
 FIG9 = {("n8g8", "ef"): 0.452, ("n16g8", "ef"): 0.835, ("n32g8", "ef"): 0.939, ("n16g8", "edf-accessctrl"): 0.326}

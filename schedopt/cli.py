@@ -16,6 +16,7 @@ from rich.table import Table
 from allocators import POLICIES, ProgramClass, UnknownPolicyError, make_policy
 from allocators.heuristics.allox import SHOCKWAVE_ALLOX
 from allocators.planning import RoundPlanner
+from allocators.deadline import DEADLINE_POLICIES
 from allocators.registry import policy_class
 from allocators.shockwave_config import read_shockwave_config
 from formulations import ProblemError, allocation_violations
@@ -101,27 +102,21 @@ def solvers() -> None:
 @app.command()
 @user_errors
 def policies() -> None:
-    """List the policies, their program class and the installed backends that run them."""
+    """Every policy: who published it, how it plans, what it solves and the installed backends that run it.
+    Every policy runs on every workload (`schedopt simulate --policy P`)."""
     table = Table(title="policies")
-    for col in ("policy", "program", "backends"):
+    for col in ("policy", "system", "plans", "program", "backends"):
         table.add_column(col)
     conic = set(backends_with(frozenset({Capability.SOC})))
-    for name, cls in sorted(POLICIES.items()):
+    rows = [(cls.system, name, "time fractions per round", cls) for name, cls in POLICIES.items()]
+    rows += [(cls.system, name, "GPU counts per slot", cls) for name, cls in DEADLINE_POLICIES.items()]
+    for system, name, plans, cls in sorted(rows, key=lambda r: (r[0], r[1])):
         needs = cls.program.needs
         backends = backends_with(needs)
         if cls.program is ProgramClass.CONVEX:
             backends = [f"{b} (conic)" if b in conic else f"{b} (LP bisection)" for b in backends]
-        table.add_row(name, str(cls.program), ", ".join(backends) if needs else "no solver needed")
+        table.add_row(name, system, plans, str(cls.program), ", ".join(backends) if needs else "no solver needed")
     console.print(table)
-    from allocators.deadline import DEADLINE_POLICIES
-
-    deadline = Table(title="deadline policies (simulate --cluster-spec --throughput-dir)")
-    for col in ("policy", "GPUs", "what it does"):
-        deadline.add_column(col)
-    for name, cls in sorted(DEADLINE_POLICIES.items()):
-        doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]
-        deadline.add_row(name, "elastic" if cls.elastic else "requested", doc)
-    console.print(deadline)
 
 
 @app.command()
@@ -314,7 +309,8 @@ def simulate_command(
         f"Built-in example: {EXAMPLE['num_jobs']} generated jobs (one every {EXAMPLE['lam']:g} s on average) "
         f"on {EXAMPLE['cluster']} with the built-in throughput table.")),
     policy: str | None = typer.Option(None, help=(
-        "Policy name (see `schedopt policies`) [default: max_min_fairness_perf; elasticflow for deadline runs]")),
+        "Any policy of `schedopt policies`, on any trace [default: max_min_fairness_perf; elasticflow on a "
+        "deadline trace]")),
     solver: str = typer.Option("auto", help="auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | "
                                              "gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
     cluster: str | None = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
@@ -351,21 +347,39 @@ def simulate_command(
         "--throughput-dir and a deadline --trace (ElasticFlow / ITP CSV).")),
     throughput_dir: Path | None = typer.Option(None, help=(
         "Deadline runs: directory of per-model iteration tables (MODEL.csv: global_batch_size,1,2,4,...).")),
-    slot: float = typer.Option(60.0, help="Deadline runs: scheduling slot in seconds."),
+    slot: float = typer.Option(60.0, help="Slot policies (elasticflow, edf, ...): scheduling slot in seconds."),
+    deadlines: str | None = typer.Option(None, help=(
+        "Slot policies on a trace without deadlines: draw them, uniform:LO:HI x the isolated duration after "
+        "arrival (ElasticFlow's rule: uniform:0.5:1.5; seeded by --seed).")),
     gpu_type: str | None = typer.Option(None, help=(
         "Deadline runs: A100 | T4, for ElasticFlow's published GPU caps [default: from --throughput-dir's name].")),
 ) -> None:
-    """Replay a trace (or a generated workload) round by round under a policy and report JCT,
-    makespan, utilization, fairness and solver time; with --cluster-spec and --throughput-dir, a
-    deadline trace slot by slot under a deadline policy (see `schedopt policies`)."""
+    """Replay a trace (Gavel, Shockwave, or with --cluster-spec and --throughput-dir an ElasticFlow / ITP
+    deadline trace), or a generated workload, under any policy (see `schedopt policies`) and report JCT,
+    makespan, utilization, fairness, deadlines and solver time."""
+    given = {"round_length": round_length, "reset_interval": reset_interval, "overhead": overhead}
+    fields = {"gpus_per_server": gpus_per_server, "unconsolidated": unconsolidated, "seed": seed,
+              "window": _window(window), "gavel_compat": gavel_compat,
+              **{k: v for k, v in given.items() if v is not None}}
+    if max_runtime_factor is not None:
+        fields["max_runtime_factor"] = max_runtime_factor or None
     if cluster_spec is not None or throughput_dir is not None:
         from .deadlines import simulate_deadlines_command
 
-        return simulate_deadlines_command(
-            trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy or "elasticflow",
-            solver=solver, slot=slot, gpu_type=gpu_type, overhead=overhead, out=out, progress=progress,
-            progress_bar=_progress_bar, console=console)
+        policy = policy or "elasticflow"
+        shockwave = policy == "shockwave"
+        fields.pop("gpus_per_server")
+        with _progress_bar(progress, "decisions") as report:
+            result = simulate_deadlines_command(
+                trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy,
+                solver=solver if solver != "auto" or policy in DEADLINE_POLICIES else default_solver(policy),
+                slot=slot, gpu_type=gpu_type, overhead=overhead, deadlines=deadlines, report=report,
+                round_config=SimulationConfig.shockwave(**fields) if shockwave else SimulationConfig(**fields))
+        return _show(result, out)
     policy = policy or "max_min_fairness_perf"
+    if deadlines is not None and policy not in DEADLINE_POLICIES:
+        raise ValueError(f"--deadlines is for slot policies ({', '.join(sorted(DEADLINE_POLICIES))}), "
+                         f"not {policy!r}")
     sources = sum((trace is not None, generate is not None, example))
     if sources != 1:
         raise ValueError("give exactly one of --trace FILE, --generate N or --example")
@@ -387,12 +401,6 @@ def simulate_command(
     spec = parse_cluster(cluster or DEFAULT_CLUSTER)
     workload = read_trace(trace) if trace is not None else None
     shockwave = policy == "shockwave" or (workload is not None and workload.adaptive)
-    given = {"round_length": round_length, "reset_interval": reset_interval, "overhead": overhead}
-    fields = {"gpus_per_server": gpus_per_server, "unconsolidated": unconsolidated, "seed": seed,
-              "window": _window(window), "gavel_compat": gavel_compat,
-              **{k: v for k, v in given.items() if v is not None}}
-    if max_runtime_factor is not None:
-        fields["max_runtime_factor"] = max_runtime_factor or None
     config = SimulationConfig.shockwave(**fields) if shockwave else SimulationConfig(**fields)
     if shockwave and policy == "allox":
         params.update(SHOCKWAVE_ALLOX)
@@ -407,12 +415,26 @@ def simulate_command(
         if write_trace_to is not None:
             write_trace(workload, write_trace_to)
             console.print(f"wrote {write_trace_to}")
-    solver_spec = default_solver(policy, config.gavel_compat) if solver == "auto" else solver
+    slots = policy in DEADLINE_POLICIES
+    solver_spec = solver if slots else default_solver(policy, config.gavel_compat) if solver == "auto" else solver
     replans = issubclass(POLICIES.get(policy, object), RoundPlanner)
-    with _progress_bar(progress, "re-plans" if replans else "solves") as report:
+    with _progress_bar(progress, "decisions" if slots else "re-plans" if replans else "solves") as report:
         result = run_simulation(workload, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
-                                config=config, prices=prices, progress=report, policy_params=params)
-    _print_summary(result.summary)
+                                config=config, prices=prices, progress=report, policy_params=params,
+                                deadlines=deadlines, slot=slot)
+    _show(result, out)
+
+
+def _show(result, out: Path | None) -> None:
+    """Print a run's summary (either engine's) and write its files."""
+    from simulator.deadline_metrics import DeadlineResult
+
+    if isinstance(result, DeadlineResult):
+        from .deadlines import print_deadline_summary
+
+        print_deadline_summary(result.summary, console)
+    else:
+        _print_summary(result.summary)
     if out is not None:
         for path in result.write(out):
             console.print(f"wrote {path}")

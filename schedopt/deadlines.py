@@ -7,6 +7,7 @@ from pathlib import Path
 from rich import box
 from rich.table import Table
 
+from allocators import POLICIES, UnknownPolicyError
 from allocators.deadline import DEADLINE_POLICIES
 from simulator.deadline_simulate import simulate_deadlines
 from simulator.overheads import OverheadModel
@@ -14,27 +15,24 @@ from simulator.overheads import OverheadModel
 
 def simulate_deadlines_command(*, trace: Path | None, cluster_spec: Path | None, throughput_dir: Path | None,
                                policy: str, solver: str, slot: float, gpu_type: str | None,
-                               overhead: float | None, out: Path | None, progress: bool, progress_bar,
-                               console) -> None:
+                               overhead: float | None, deadlines: str | None, report, round_config):
+    """Any policy on a deadline trace: a slot policy on the slotted engine, a round policy (with
+    ``round_config``) on the round engine; returns the run's result."""
     missing = [name for name, value in (("--trace", trace), ("--cluster-spec", cluster_spec),
                                         ("--throughput-dir", throughput_dir)) if value is None]
     if missing:
-        raise ValueError(f"a deadline run needs {', '.join(missing)} too")
-    if out is not None and out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out}: exists and is not a directory")
-    if overhead not in (None, 0):
-        raise ValueError("--overhead for deadline runs: 0 (none) or leave it out (the published model)")
-    if policy not in DEADLINE_POLICIES:
-        raise ValueError(f"--policy {policy}: not a deadline policy; a deadline run (--cluster-spec, "
-                         f"--throughput-dir) takes one of {', '.join(sorted(DEADLINE_POLICIES))}")
-    with progress_bar(progress, "decisions") as report:
-        result = simulate_deadlines(trace, cluster_spec, throughput_dir, policy=policy,
-                                    solver="highs" if solver == "auto" else solver, slot=slot, gpu_type=gpu_type,
-                                    overhead=OverheadModel.none() if overhead == 0 else None, progress=report)
-    print_deadline_summary(result.summary, console)
-    if out is not None:
-        for path in result.write(out):
-            console.print(f"wrote {path}")
+        raise ValueError(f"a deadline trace run needs {', '.join(missing)} too")
+    if deadlines is not None:
+        raise ValueError(f"--deadlines: {trace} is a deadline trace and brings its own deadlines")
+    if policy not in DEADLINE_POLICIES and policy not in POLICIES:
+        raise UnknownPolicyError(f"unknown policy {policy!r}; known: "
+                                 f"{', '.join(sorted({*POLICIES, *DEADLINE_POLICIES}))}")
+    if policy in DEADLINE_POLICIES and overhead not in (None, 0):
+        raise ValueError(f"--overhead for {policy}: 0 (none) or leave it out (the published model)")
+    return simulate_deadlines(trace, cluster_spec, throughput_dir, policy=policy,
+                              solver="highs" if solver == "auto" else solver, slot=slot, gpu_type=gpu_type,
+                              overhead=OverheadModel.none() if overhead == 0 else None, progress=report,
+                              round_config=round_config)
 
 
 def print_deadline_summary(s: dict, console) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from allocators.deadline import make_deadline_policy
+from allocators.deadline import DEADLINE_POLICIES, make_deadline_policy
+from allocators.registry import POLICIES, UnknownPolicyError
 from optim import SolveOptions
 
 from .deadline_engine import DeadlineConfig, DeadlineEngine, Progress
@@ -38,11 +39,17 @@ def simulate_deadlines(
     gpu_type: str | None = None,
     overhead: OverheadModel | None = None,
     progress: Progress | None = None,
+    round_config=None,
     **policy_params,
-) -> DeadlineResult:
+):
     """Replay ``trace`` on ``cluster`` under ``policy``. ``gpu_type`` selects ElasticFlow's
     hand-set GPU caps (default: from the table directory's name); ``overhead`` None = the
-    published model for the cluster size, :meth:`OverheadModel.none` = no overhead."""
+    published model for the cluster size, :meth:`OverheadModel.none` = no overhead.
+
+    A round policy (Gavel's, Shockwave's) runs the same workload on the round engine
+    (:func:`simulator.workloads.as_round_inputs`; ``round_config``: its
+    :class:`~simulator.engine.SimulationConfig`, GPUs per server from the cluster) and returns a
+    :class:`~simulator.metrics.SimulationResult`."""
     table = throughputs if isinstance(throughputs, IterationTable) else read_throughput_dir(throughputs)
     if gpu_type is None:
         gpu_type = gpu_type_of(table.directory)
@@ -51,8 +58,31 @@ def simulate_deadlines(
     spec = cluster if isinstance(cluster, NodeCluster) else read_cluster_spec(cluster)
     jobs = trace if isinstance(trace, DeadlineTrace) else read_deadline_trace(trace)
     workload = DeadlineWorkload.build(jobs, spec, table, gpu_type)
+    if policy in POLICIES:
+        from dataclasses import replace
+
+        from .engine import SimulationConfig
+        from .simulate import simulate
+        from .workloads import as_round_inputs
+
+        rtrace, rcluster, rtable, per_server = as_round_inputs(workload)
+        config = replace(round_config or SimulationConfig(), gpus_per_server=per_server)
+        return simulate(rtrace, policy=policy, solver=solver, cluster=rcluster, throughputs=rtable, config=config,
+                        options=options, progress=progress, policy_params=policy_params)
+    if policy not in DEADLINE_POLICIES:
+        raise UnknownPolicyError(f"unknown policy {policy!r}; known: "
+                                 f"{', '.join(sorted({*POLICIES, *DEADLINE_POLICIES}))}")
+    return run_deadline_workload(workload, policy, solver, options, slot, overhead, progress, **policy_params)
+
+
+def run_deadline_workload(workload: DeadlineWorkload, policy: str, solver: str, options: SolveOptions | None,
+                          slot: float, overhead: OverheadModel | None = None, progress: Progress | None = None,
+                          notes: list[str] | None = None, **policy_params) -> DeadlineResult:
+    """``policy`` on ``workload`` on the slotted engine; ``notes`` go to the summary's notes."""
     pol = make_deadline_policy(policy, solver, options, **policy_params)
-    return DeadlineEngine(workload, pol, DeadlineConfig(slot=slot, overhead=overhead)).run(progress)
+    result = DeadlineEngine(workload, pol, DeadlineConfig(slot=slot, overhead=overhead)).run(progress)
+    result.summary["notes"] = [*(notes or []), *result.summary["notes"]]
+    return result
 
 
 __all__ = ["GPU_TYPES", "gpu_type_of", "simulate_deadlines"]

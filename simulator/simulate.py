@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from allocators import ProgramClass, make_policy
+from allocators.deadline import DEADLINE_POLICIES
 from allocators.registry import policy_class
 from optim import SolveOptions
 
@@ -15,10 +16,12 @@ from .engine import Engine, Progress, SimulationConfig
 from .example_table import example_table
 from .executor import Executor
 from .generator import generate_trace
+from .deadline_metrics import DeadlineResult
 from .metrics import SimulationResult
 from .throughputs import ThroughputTable, read_gavel_json
 from .traces import Trace, read_trace
 from .workload import build_workload
+from .workloads import DeadlineRule, as_deadline_workload
 
 #: the built-in example: a few hundred generated jobs on a small heterogeneous cluster
 EXAMPLE = {"cluster": "v100=8,p100=8,k80=8", "num_jobs": 200, "lam": 1800.0, "multi_gpu": True, "seed": 0}
@@ -54,8 +57,10 @@ def simulate(
     progress: Progress | None = None,
     policy_params: Mapping | None = None,
     executor: Executor | None = None,
+    deadlines: str | DeadlineRule | None = None,
+    slot: float = 60.0,
     **config_fields,
-) -> SimulationResult:
+) -> SimulationResult | DeadlineResult:
     """Replay ``trace`` (a path or a :class:`Trace`) or a workload drawn with
     ``generate`` (keyword arguments of :func:`generate_trace`) under ``policy``.
 
@@ -65,6 +70,11 @@ def simulate(
     whose ``seed`` is also the solver's random seed unless ``options`` sets one;
     ``policy_params`` go to the policy's constructor (e.g. ``config`` for ``shockwave``);
     ``executor`` runs each round's leases (default: simulated, every planned step done).
+
+    A deadline policy (``elasticflow``, ``edf``, ...) runs the same workload on the slotted
+    engine (:func:`simulator.workloads.as_deadline_workload`: one GPU type, ``gpus_per_server``-GPU
+    nodes, ``slot``-second slots) with deadlines from the trace's SLOs or ``deadlines``
+    (``uniform:LO:HI``, drawn with the config's seed) and returns a :class:`DeadlineResult`.
     """
     if (trace is None) == (generate is None):
         raise ValueError("give exactly one of a trace or generate=...")
@@ -77,6 +87,16 @@ def simulate(
     elif not isinstance(trace, Trace):
         trace = read_trace(trace)
     workload = build_workload(trace, spec, table)
+    if policy in DEADLINE_POLICIES:
+        from .deadline_simulate import run_deadline_workload
+
+        per_server = config.gpus_per_server
+        if not isinstance(per_server, int):
+            raise ValueError(f"policy {policy}: one GPUs-per-server count, got {per_server}")
+        rule = DeadlineRule.parse(deadlines, config.seed) if isinstance(deadlines, str) else deadlines
+        converted, source = as_deadline_workload(workload, per_server, rule, policy)
+        return run_deadline_workload(converted, policy, "highs" if solver == "auto" else solver, options, slot,
+                                     progress=progress, notes=[f"deadlines: {source}"])
     options = options or SolveOptions()
     if options.seed is None:
         options = replace(options, seed=config.seed)

@@ -61,11 +61,11 @@ def replay(policy, jobs, *, slot=60.0, nodes=1, gpus_per_node=4, state=None):
 
 
 def test_registered():
-    for name in ("dlas-gpu", "gandiva", "themis"):
+    for name in ("dlas-gpu", "gandiva-ef", "themis"):
         policy = make_deadline_policy(name)
         assert DEADLINE_POLICIES[name] is type(policy)
         assert not policy.elastic
-    assert make_deadline_policy("dlas-gpu").duration_based and make_deadline_policy("gandiva").duration_based
+    assert make_deadline_policy("dlas-gpu").duration_based and make_deadline_policy("gandiva-ef").duration_based
     assert not make_deadline_policy("themis").duration_based
 
 
@@ -116,7 +116,7 @@ def test_tiresias_demotes_by_gpu_seconds():
 def test_gandiva_time_slices_an_oversubscribed_node_set():
     # five 1-GPU jobs on one 4-GPU node: the set takes 3 by its strict rule, then oversubscribes
     jobs = [(0, 1, 150)] * 5
-    result, log, policy = replay(make_deadline_policy("gandiva"), jobs)
+    result, log, policy = replay(make_deadline_policy("gandiva-ef"), jobs)
     grants = [(t, sorted(g)) for t, g, _ in log[:4]]
     # decisions on the 60-s grid after the last arrival rotate the running jobs to the back
     assert grants == [(0, [0, 1, 2, 3]), (60, [0, 1, 2, 4]), (120, [0, 1, 3, 4]), (180, [2, 3, 4])]
@@ -127,7 +127,7 @@ def test_gandiva_rotates_only_on_minute_boundaries():
     # the same jobs arriving at t = 30: decisions at 30, 90, 150, ... never rotate, so the fifth job
     # waits until the first four finish (at 180), seen at the decision at 210
     jobs = [(30, 1, 150)] * 5
-    result, log, policy = replay(make_deadline_policy("gandiva"), jobs)
+    result, log, policy = replay(make_deadline_policy("gandiva-ef"), jobs)
     assert all(sorted(g) == [0, 1, 2, 3] for t, g, _ in log if t < 210)
     assert policy.rotations == 0
     assert result.jobs["start"][4] == 210 and result.jobs["finish"][4] == 360
@@ -139,7 +139,7 @@ def test_gandiva_strict_capacity_and_shrink():
     def sets(policy):
         return [(s.nodes[:], s.jobs[:]) for s in policy.sets[2]], policy.free_nodes[:]
 
-    _, log, _ = replay(make_deadline_policy("gandiva"), [(0, 2, 600), (0, 2, 600)], nodes=2, state=sets)
+    _, log, _ = replay(make_deadline_policy("gandiva-ef"), [(0, 2, 600), (0, 2, 600)], nodes=2, state=sets)
     assert log[0][2] == ([([1], [1, 0])], [0])
     assert log[0][1] == {0: 2, 1: 2}
 
@@ -211,15 +211,15 @@ def test_themis_rejects_a_conic_method_without_cones():
 EF = "elasticflow"
 #: (trace, cluster, tables, slot) -> published deadline satisfactory ratio per policy
 PUBLISHED = {
-    ("traces/elasticVpollux_e.csv", "n16g4", "throughputs_T4", 60.0): {"gandiva": 0.092, "dlas-gpu": 0.287,
+    ("traces/elasticVpollux_e.csv", "n16g4", "throughputs_T4", 60.0): {"gandiva-ef": 0.092, "dlas-gpu": 0.287,
                                                                        "themis": 0.312},
-    ("generated/100jobs_1500lam.csv", "n16g8", "throughputs_A100", 240.0): {"gandiva": 0.79, "dlas-gpu": 1.0,
+    ("generated/100jobs_1500lam.csv", "n16g8", "throughputs_A100", 240.0): {"gandiva-ef": 0.79, "dlas-gpu": 1.0,
                                                                             "themis": 0.99},
 }
 
 
 @pytest.mark.parametrize("case", list(PUBLISHED), ids=lambda c: c[0].split("/")[-1])
-@pytest.mark.parametrize("policy", ["dlas-gpu", "gandiva", "themis"])
+@pytest.mark.parametrize("policy", ["dlas-gpu", "gandiva-ef", "themis"])
 def test_published_ratios(shared_data, case, policy):
     trace, spec, tables, slot = case
     root = shared_data / EF

@@ -193,22 +193,28 @@ def test_cli_reports_a_bad_trace_line_in_one_line(tmp_path):
     assert len(lines) == 1 and "trace.csv:2" in lines[0] and "iteration" in lines[0]
 
 
-def test_cli_never_runs_another_policy_than_the_one_named(tmp_path):
+def test_cli_runs_the_policy_named_on_any_trace(tmp_path):
     trace, spec, tables = write_inputs(tmp_path, [(0, 4800, 1000, 1)])
-    inputs = ["--trace", str(trace), "--cluster-spec", str(spec), "--throughput-dir", str(tables)]
+    inputs = ["--trace", str(trace), "--cluster-spec", str(spec), "--throughput-dir", str(tables), "--no-progress"]
     res = CliRunner().invoke(app, ["simulate", "--policy", "max_min_fairness_perf", *inputs])
+    assert res.exit_code == 0 and res.output.startswith("max_min_fairness_perf with"), res.output
+    res = CliRunner().invoke(app, ["simulate", "--policy", "no_such_policy", *inputs])
     lines = [line for line in res.output.splitlines() if line.strip()]
     assert res.exit_code == 2 and len(lines) == 1
-    assert "max_min_fairness_perf" in lines[0] and "not a deadline policy" in lines[0] and "elasticflow" in lines[0]
+    assert "no_such_policy" in lines[0] and "elasticflow" in lines[0] and "max_min_fairness_perf" in lines[0]
     res = CliRunner().invoke(app, ["simulate", *inputs])
     assert res.exit_code == 0 and res.output.startswith("elasticflow on"), res.output
 
 
-def test_a_deadline_policy_on_a_round_run_says_what_it_needs():
-    res = CliRunner().invoke(app, ["simulate", "--policy", "elasticflow", "--example", "--no-progress"])
-    lines = [line for line in res.output.splitlines() if line.strip()]
-    assert res.exit_code == 2 and len(lines) == 1
-    assert "deadline policy" in lines[0] and "--cluster-spec" in lines[0]
+def test_a_slot_policy_on_a_gavel_workload_says_what_it_lacks_or_runs():
+    base = ["simulate", "--policy", "edf", "--example", "--no-progress"]
+    for extra, needs in (([], "--cluster v100="), (["--cluster", "v100=8"], "--deadlines uniform:")):
+        res = CliRunner().invoke(app, [*base, *extra])
+        lines = [line for line in res.output.splitlines() if line.strip()]
+        assert res.exit_code == 2 and len(lines) == 1 and needs in lines[0], res.output
+    res = CliRunner().invoke(app, [*base, "--cluster", "v100=8", "--deadlines", "uniform:0.5:1.5"])
+    assert res.exit_code == 0 and res.output.startswith("edf on 8 nodes x 1 GPUs"), res.output
+    assert "deadlines: uniform:0.5:1.5 (seed 0)" in res.output
 
 
 def test_cli_needs_all_three_deadline_inputs(tmp_path):

@@ -22,6 +22,8 @@ import numpy as np
 
 from optim import SolveOptions
 
+from ..base import ProgramClass
+
 
 class JobState(IntEnum):
     FUTURE = 0
@@ -98,6 +100,9 @@ class DeadlinePolicy(ABC):
     """A deadline-aware (or deadline-unaware baseline) policy; state lives on the object."""
 
     name: str
+    #: who published the policy; what it solves per decision
+    system: str = "ElasticFlow"
+    program: ProgramClass = ProgramClass.HEURISTIC
     elastic: bool = True
     #: progress is measured in seconds run against the trace's ``duration`` column (published
     #: Gandiva and Tiresias), not in iterations from the throughput table

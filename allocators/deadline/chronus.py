@@ -86,6 +86,7 @@ from formulations.chronus import (
 )
 from optim import SolveOptions
 
+from ..base import ProgramClass
 from .base import Charge, DeadlinePolicy, JobsView
 
 #: the policy's classes of a job (beyond the engine's states)
@@ -156,6 +157,8 @@ def uncut_schedule(cut: HorizonCut, chosen: np.ndarray, schedule: np.ndarray, ne
 
 class Chronus(DeadlinePolicy):
     name = "chronus"
+    system = "Chronus"
+    program = ProgramClass.MILP
     elastic = False
     charge = Charge.ON_START
 

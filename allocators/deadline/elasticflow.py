@@ -57,6 +57,7 @@ from formulations.elasticflow import (
 )
 from optim import SolveOptions
 
+from ..base import ProgramClass
 from .base import Charge, DeadlinePolicy, JobsView
 from .edf import deadline_order, edf_allocation
 
@@ -65,6 +66,7 @@ class ElasticFlow(DeadlinePolicy):
     """ElasticFlow with exact admission: the greedy, then the LP certificate and the MILP where it rejects."""
 
     name = "elasticflow"
+    program = ProgramClass.MILP
     caps = "elasticflow"
     charge = Charge.EVERY_DECISION
     exact = True
@@ -274,6 +276,7 @@ class ElasticFlowGreedy(ElasticFlow):
     """ElasticFlow as published (ef-accessctrl): the greedy planner alone, the published admission rules."""
 
     name = "elasticflow-greedy"
+    program = ProgramClass.HEURISTIC
     exact = False
     published = True
 
@@ -282,6 +285,7 @@ class ElasticFlowNoAdmission(ElasticFlow):
     """ElasticFlow's published planner without admission control: every job is admitted."""
 
     name = "ef"
+    program = ProgramClass.HEURISTIC
     exact = False
     admission = False
     published = True

@@ -66,7 +66,7 @@ class NodeSet:
 
 
 class Gandiva(DeadlinePolicy):
-    name = "gandiva"
+    name = "gandiva-ef"
     elastic = False
     duration_based = True
     charge = Charge.FULL_WHILE_ARRIVING

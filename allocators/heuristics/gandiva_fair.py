@@ -30,6 +30,7 @@ class GandivaFair(HeuristicPolicy):
     """
 
     name = "gandiva_fair"
+    system = "Shockwave"
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
         W = problem.capacities
