@@ -102,20 +102,25 @@ def solvers() -> None:
 @app.command()
 @user_errors
 def policies() -> None:
-    """Every policy: who published it, how it plans, what it solves and the installed backends that run it.
+    """Every policy: who published it, what it plans (time shares of each type per round, or GPU counts
+    per slot), what it solves and the installed backends that run it (`schedopt solvers` for each).
     Every policy runs on every workload (`schedopt simulate --policy P`)."""
     table = Table(title="policies")
-    for col in ("policy", "system", "plans", "program", "backends"):
+    table.add_column("policy", min_width=24, overflow="fold")
+    for col in ("system", "plans", "program", "backends"):
         table.add_column(col)
     conic = set(backends_with(frozenset({Capability.SOC})))
-    rows = [(cls.system, name, "time fractions per round", cls) for name, cls in POLICIES.items()]
-    rows += [(cls.system, name, "GPU counts per slot", cls) for name, cls in DEADLINE_POLICIES.items()]
+    rows = [(cls.system, name, "shares", cls) for name, cls in POLICIES.items()]
+    rows += [(cls.system, name, "GPUs", cls) for name, cls in DEADLINE_POLICIES.items()]
     for system, name, plans, cls in sorted(rows, key=lambda r: (r[0], r[1])):
         needs = cls.program.needs
-        backends = backends_with(needs)
-        if cls.program is ProgramClass.CONVEX:
-            backends = [f"{b} (conic)" if b in conic else f"{b} (LP bisection)" for b in backends]
-        table.add_row(name, system, plans, str(cls.program), ", ".join(backends) if needs else "no solver needed")
+        families: dict[str, list[str]] = {}
+        for b in backends_with(needs):
+            route = "" if cls.program is not ProgramClass.CONVEX else " conic" if b in conic else " LP"
+            families.setdefault(b.partition(":")[0], []).append(route)
+        listed = [f"{f}{routes[0]}" if len(routes) == 1 else f"{f} ({len(routes)} solvers)"
+                  for f, routes in families.items()]
+        table.add_row(name, system, plans, str(cls.program), ", ".join(listed) if needs else "none needed")
     console.print(table)
 
 
