@@ -106,7 +106,7 @@ def policies() -> None:
     per slot), what it solves and the installed backends that run it (`schedopt solvers` for each).
     Every policy runs on every workload (`schedopt simulate --policy P`)."""
     table = Table(title="policies")
-    table.add_column("policy", min_width=24, overflow="fold")
+    table.add_column("policy", min_width=26, overflow="fold")
     for col in ("system", "plans", "program", "backends"):
         table.add_column(col)
     conic = set(backends_with(frozenset({Capability.SOC})))
