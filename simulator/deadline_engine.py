@@ -84,6 +84,7 @@ class DeadlineEngine:
         self.overhead_due = np.zeros(J)
         self.overhead_total = np.zeros(J)
         self.unschedulable = np.zeros(J, dtype=bool)
+        self.preemptions = np.zeros(J, dtype=np.int64)
 
     def run(self, progress: Progress | None = None) -> DeadlineResult:
         v, w = self.view, self.workload
@@ -140,6 +141,7 @@ class DeadlineEngine:
             first_start=self.first_start, state=v.state.copy(), overhead_seconds=self.overhead_total,
             timeline=timeline, decision_seconds=np.asarray(decision_seconds), decisions=v.decisions,
             wall_seconds=_time.perf_counter() - started, unschedulable=self.unschedulable,
+            preemptions=self.preemptions,
         )
 
     def _credit(self, start: float, end: float) -> None:
@@ -226,6 +228,7 @@ class DeadlineEngine:
             cached = cached[:0]
         self.overhead_due[:] = 0.0
         self.overhead_due[due] = self.overhead.seconds(gpus[due], cached, restart)
+        self.preemptions[order[(v.gpus[order] > 0) & (gpus[order] == 0)]] += 1
         fresh = on[np.isnan(self.first_start[on])]
         self.first_start[fresh] = v.now
         v.state[order] = np.where(gpus[order] > 0, JobState.RUNNING, JobState.PENDING)

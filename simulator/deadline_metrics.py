@@ -19,7 +19,8 @@ import numpy as np
 from allocators.deadline import DeadlinePolicy, JobState
 
 from .files import write_atomically
-from .metrics import _json_default, _percentile, csv_text
+from .metrics import _json_default, csv_text, isolated_finish
+from .outcomes import job_states, outcome_metrics
 
 
 @dataclass
@@ -33,24 +34,34 @@ class DeadlineResult:
     def build(cls, *, workload, policy: DeadlinePolicy, slot: float, overhead, finish: np.ndarray,
               first_start: np.ndarray, state: np.ndarray, overhead_seconds: np.ndarray, timeline,
               decision_seconds: np.ndarray, decisions: int, wall_seconds: float,
-              unschedulable: np.ndarray) -> DeadlineResult:
+              unschedulable: np.ndarray, preemptions: np.ndarray) -> DeadlineResult:
         w = workload
-        deadline_jobs = ~w.best_effort
         done = state == JobState.DONE
         declined = state == JobState.DECLINED
-        on_time = done & (finish <= w.deadline + 1e-6)
-        late = done & ~on_time
-        n_deadline = int(deadline_jobs.sum())
-        jct = finish - w.submit
-        be_done = w.best_effort & done
-        times = np.asarray(timeline.time)
-        ce = np.asarray(timeline.efficiency)
+        times = np.asarray(timeline.time, dtype=float)
         spans = np.diff(times, append=times[-1]) if times.size else times
+        G = float(w.total_gpus)
+        col = np.searchsorted(w.gpu_counts, w.requested)
+        own = w.rates[np.arange(len(w)), np.minimum(col, len(w.gpu_counts) - 1)]
+        rate = np.where(np.isfinite(own) & (own > 0), own, w.iterations / w.duration)
+        isolated = w.iterations / rate
+        share = G / np.maximum(w.requested, 1)
+        present = np.asarray(timeline.running) + np.asarray(timeline.pending)
+        iso_finish = isolated_finish(times, times + spans, present, w.submit, w.iterations.astype(float),
+                                     rate * share, share, float(times[-1]) if times.size else 0.0)
+        rho = np.where(done, (finish - w.submit) / (iso_finish - w.submit), np.nan)
         notes = [*policy.notes()]
         if unschedulable.any():
             notes.append(f"{int(unschedulable.sum())} job(s) could never run (no allowed GPU count on this "
                          f"cluster) and count as declined")
         solves = policy.solve_log()
+        makespan = float(np.nanmax(finish) - w.submit.min()) if done.any() else 0.0
+        common_jobs, common = outcome_metrics(
+            arrival=w.submit, deadline=w.deadline, start=first_start, finish=finish, done=done, declined=declined,
+            isolated_runtime=isolated, rho=rho, gpus=G, makespan=makespan,
+            busy_gpu_seconds=float((np.asarray(timeline.busy) * spans).sum()),
+            efficiency_seconds=float((np.asarray(timeline.efficiency) * spans).sum() * G),
+            preemptions=preemptions, solve_seconds=decision_seconds)
         summary = {
             "policy": policy.name,
             "trace": w.trace.source,
@@ -58,40 +69,22 @@ class DeadlineResult:
             "gpus": w.total_gpus,
             "slot_seconds": slot,
             "overhead_model": vars(overhead),
-            "jobs": len(w),
-            "deadline_jobs": n_deadline,
             "best_effort_jobs": int(w.best_effort.sum()),
-            "deadline_satisfactory_ratio": float(on_time[deadline_jobs].sum() / n_deadline) if n_deadline else 1.0,
-            "accepted": int((deadline_jobs & ~declined).sum()),
-            "declined": int((deadline_jobs & declined).sum()),
-            "finished_on_time": int((deadline_jobs & on_time).sum()),
-            "finished_late": int((deadline_jobs & late).sum()),
-            "unfinished": int((~done & ~declined).sum()),
-            "best_effort_average_jct": float(jct[be_done].mean()) if be_done.any() else None,
-            "average_jct": float(jct[done].mean()) if done.any() else None,
-            "makespan": float(np.nanmax(finish) - w.submit.min()) if done.any() else None,
-            "cluster_efficiency_mean": float((ce * spans).sum() / spans.sum()) if spans.sum() > 0 else 0.0,
+            **common,
             "overhead_seconds_total": float(overhead_seconds.sum()),
             "decisions": decisions,
-            "decision_seconds_p50": _percentile(decision_seconds, 50),
-            "decision_seconds_p99": _percentile(decision_seconds, 99),
-            "decision_seconds_total": float(decision_seconds.sum()),
             "programs_solved": len(solves),
             "wall_seconds": wall_seconds,
             "notes": notes,
         }
-        jobs = {
-            "job_id": w.job_ids, "model": w.trace.model, "batch_size": w.trace.batch_size,
-            "requested_gpus": w.requested, "submit": w.submit, "deadline": w.deadline,
-            "best_effort": w.best_effort.astype(int),
-            "state": np.array([JobState(s).name.lower() for s in state], dtype=object),
-            "start": first_start, "finish": finish, "jct": jct,
-            "met_deadline": np.where(deadline_jobs, on_time.astype(int), -1),
-            "overhead_seconds": overhead_seconds,
-        }
+        jobs = {"job_id": w.job_ids, "model": w.trace.model, "batch_size": w.trace.batch_size,
+                "requested_gpus": w.requested, "best_effort": w.best_effort.astype(int),
+                "state": job_states(done, declined, np.zeros_like(done)), **common_jobs,
+                "overhead_seconds": overhead_seconds}
         keys = sorted({k for row in solves for k in row})
         solve_cols = {k: np.array([row.get(k, np.nan) for row in solves]) for k in keys}
-        timeline_cols = {"time": times, "busy_gpus": np.asarray(timeline.busy), "cluster_efficiency": ce,
+        timeline_cols = {"time": times, "busy_gpus": np.asarray(timeline.busy),
+                         "cluster_efficiency": np.asarray(timeline.efficiency),
                          "running": np.asarray(timeline.running), "pending": np.asarray(timeline.pending)}
         return cls(summary, jobs, timeline_cols, solve_cols)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .files import write_atomically
+from .outcomes import job_states, outcome_metrics
 from .workload import Workload
 
 UNFAIR_RHO = 1.05
@@ -217,6 +218,14 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
     capacity = float(workload.cluster.gpus.sum()) * makespan
     rho_w = rho[win]
     ftf_w = ftf[win]
+    deadline = workload.slo_deadlines()
+    common_jobs, common = outcome_metrics(
+        arrival=tr.arrival_times, deadline=deadline, start=rec.first_start, finish=rec.finish, done=done,
+        declined=np.zeros(ids.size, dtype=bool), isolated_runtime=rec.isolated_runtime, rho=rho, gpus=gpus,
+        makespan=makespan, busy_gpu_seconds=float(rec.busy_gpu_seconds.sum()),
+        efficiency_seconds=_efficiency_seconds(workload, rec.gpu_seconds), preemptions=rec.preemptions,
+        solve_seconds=solves["seconds"], counted=in_window)
+    jobs.update(common_jobs, requested_gpus=tr.scale_factors, state=job_states(done, np.zeros_like(done), rec.failed))
     summary = {
         "policy": policy.name, "solver": policy.solver, "trace": tr.source, "cluster": str(workload.cluster),
         "round_length": config.round_length, "reset_interval": config.reset_interval,
@@ -248,4 +257,20 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
            for k in SOLVE_SPLIT},
         "notes": list(rec.notes),
     }
+    summary.update({k: v for k, v in common.items() if k not in summary})
     return SimulationResult(jobs, timeline, summary, solves)
+
+
+def _efficiency_seconds(workload: Workload, gpu_seconds: np.ndarray) -> float:
+    """∫ Σ_running rate(n) / rate(1) dt: each job's GPU-seconds per type over its scale factor, times
+    its speed-up over one GPU of that type (linear where the table has no 1-GPU entry)."""
+    table, tr = workload.table, workload.trace
+    s = tr.scale_factors.astype(float)
+    if table is None:
+        return float(gpu_seconds.sum())
+    cols = table.type_columns(workload.cluster.worker_types)
+    index = {k: i for i, k in enumerate(table.keys)}
+    one = np.array([index.get((m, 1), -1) for m in tr.job_types])
+    single = np.where(one[:, None] >= 0, table.isolated[np.maximum(one, 0)][:, cols], np.nan)
+    speedup = np.where(single > 0, workload.rates / np.where(single > 0, single, 1.0), s[:, None])
+    return float((gpu_seconds / s[:, None] * speedup).sum())

@@ -101,7 +101,7 @@ def test_an_infeasible_job_is_not_guaranteed_but_still_runs():
     # deadline before its run time: never guaranteed, still run to the end (late)
     result, policy, _ = replay([(0, 2, 600, 300)])
     assert policy._kind[0] == OPPORTUNISTIC
-    assert result.jobs["state"][0] == "done" and result.jobs["met_deadline"][0] == 0
+    assert result.jobs["state"][0] == "finished" and result.jobs["met_deadline"][0] == 0
     assert result.summary["declined"] == 0
 
 

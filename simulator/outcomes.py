@@ -1,0 +1,99 @@
+"""The metrics every run reports, whichever engine ran it; each name says which definition.
+
+Per job (``JOB_COLUMNS``): arrival, deadline (inf: none), requested GPUs, state, first start,
+finish, JCT, queueing delay (first start − arrival), isolated run time (alone on its requested
+GPUs of its reference type), Gavel's ρ, Shockwave's FTF, whether it met its deadline (1 / 0; −1
+without one) and its preemptions (times it lost its GPUs while unfinished).
+
+Per run (``SUMMARY_KEYS``):
+
+- ``average_jct``, ``median_jct``, ``p99_jct`` over finished jobs; ``queueing_delay_mean`` and
+  ``queueing_delay_p999`` over started jobs; ``makespan`` (last finish − first arrival);
+  ``utilization`` = busy GPU-seconds / (GPUs × makespan);
+- Gavel's finish-time fairness ``rho_*`` (JCT / JCT under the isolated 1/m share, m the jobs
+  present: :func:`simulator.metrics.isolated_finish`); Shockwave's ``ftf_*`` = JCT /
+  (isolated run time × max(1, N / G)); ``*_unfair_fraction``: share of jobs above 1.05;
+- deadlines: ``deadline_satisfactory_ratio`` = deadline jobs finished by their deadline / deadline
+  jobs (declined ones count as missed), with ``deadline_jobs``, ``accepted``, ``declined``,
+  ``finished_on_time``, ``finished_late``, ``unfinished``; ``best_effort_average_jct`` over jobs
+  without a deadline;
+- ``cluster_efficiency_mean`` = time average of Σ_running rate(n) / rate(1) over the GPUs
+  (ElasticFlow's CE; 1 = every GPU as useful as a job's first);
+- ``preemptions``; ``solver_seconds_p50`` / ``_p99`` / ``_total`` of the policy's decisions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+UNFAIR = 1.05
+
+JOB_COLUMNS = ("job_id", "arrival", "deadline", "requested_gpus", "state", "start", "finish", "jct",
+               "queueing_delay", "isolated_runtime", "rho", "ftf", "met_deadline", "preemptions")
+
+SUMMARY_KEYS = ("jobs", "jobs_completed", "average_jct", "median_jct", "p99_jct", "queueing_delay_mean",
+                "queueing_delay_p999", "makespan", "utilization", "rho_mean", "rho_worst", "unfair_fraction",
+                "ftf_mean", "ftf_worst", "ftf_unfair_fraction", "deadline_jobs", "deadline_satisfactory_ratio",
+                "accepted", "declined", "finished_on_time", "finished_late", "unfinished",
+                "best_effort_average_jct", "cluster_efficiency_mean", "preemptions", "solver_seconds_p50",
+                "solver_seconds_p99", "solver_seconds_total")
+
+
+def _stat(values: np.ndarray, fn) -> float:
+    return float(fn(values)) if values.size else math.nan
+
+
+def outcome_metrics(*, arrival: np.ndarray, deadline: np.ndarray, start: np.ndarray, finish: np.ndarray,
+                    done: np.ndarray, declined: np.ndarray, isolated_runtime: np.ndarray, rho: np.ndarray,
+                    gpus: float, makespan: float, busy_gpu_seconds: float, efficiency_seconds: float,
+                    preemptions: np.ndarray, solve_seconds: np.ndarray, counted: np.ndarray | None = None,
+                    on_time: np.ndarray | None = None) -> tuple[dict, dict]:
+    """(per-job columns without job_id / requested GPUs / state, summary) of one run.
+    ``counted``: the jobs the fairness figures cover (default: all; Gavel's measurement window);
+    ``efficiency_seconds``: ∫ Σ_running rate(n) / rate(1) dt; ``on_time``: a deadline test other
+    than finish <= deadline (the published rules' own)."""
+    counted = np.ones(arrival.shape, dtype=bool) if counted is None else counted
+    jct = np.where(done, finish - arrival, np.nan)
+    queued = start - arrival
+    ftf = jct / (isolated_runtime * max(1.0, arrival.size / max(gpus, 1.0)))
+    has_deadline = np.isfinite(deadline)
+    met = done & (finish <= deadline + 1e-6) if on_time is None else done & on_time
+    fair = done & counted
+    j, r, f = jct[done], rho[fair], ftf[fair]
+    q = queued[np.isfinite(queued)]
+    n_deadline = int(has_deadline.sum())
+    be = done & ~has_deadline
+    summary = {
+        "jobs": int(arrival.size), "jobs_completed": int(done.sum()),
+        "average_jct": _stat(j, np.mean), "median_jct": _stat(j, np.median),
+        "p99_jct": _stat(j, lambda v: np.percentile(v, 99)),
+        "queueing_delay_mean": _stat(q, np.mean), "queueing_delay_p999": _stat(q, lambda v: np.percentile(v, 99.9)),
+        "makespan": makespan,
+        "utilization": busy_gpu_seconds / (gpus * makespan) if gpus * makespan > 0 else 0.0,
+        "rho_mean": _stat(r, np.mean), "rho_worst": _stat(r, np.max),
+        "unfair_fraction": _stat(r, lambda v: (v > UNFAIR).mean()),
+        "ftf_mean": _stat(f, np.mean), "ftf_worst": _stat(f, np.max),
+        "ftf_unfair_fraction": _stat(f, lambda v: (v > UNFAIR).mean()),
+        "deadline_jobs": n_deadline,
+        "deadline_satisfactory_ratio": float((met & has_deadline).sum() / n_deadline) if n_deadline else math.nan,
+        "accepted": int((has_deadline & ~declined).sum()), "declined": int((has_deadline & declined).sum()),
+        "finished_on_time": int((has_deadline & met).sum()), "finished_late": int((has_deadline & done & ~met).sum()),
+        "unfinished": int((~done & ~declined).sum()),
+        "best_effort_average_jct": _stat(jct[be], np.mean),
+        "cluster_efficiency_mean": efficiency_seconds / (gpus * makespan) if gpus * makespan > 0 else 0.0,
+        "preemptions": int(preemptions.sum()),
+        "solver_seconds_p50": _stat(solve_seconds, np.median) if solve_seconds.size else 0.0,
+        "solver_seconds_p99": float(np.percentile(solve_seconds, 99)) if solve_seconds.size else 0.0,
+        "solver_seconds_total": float(solve_seconds.sum()),
+    }
+    columns = {"arrival": arrival, "deadline": deadline, "start": start, "finish": finish, "jct": jct,
+               "queueing_delay": queued, "isolated_runtime": isolated_runtime, "rho": rho, "ftf": ftf,
+               "met_deadline": np.where(has_deadline, met.astype(int), -1), "preemptions": preemptions}
+    return columns, summary
+
+
+def job_states(done: np.ndarray, declined: np.ndarray, failed: np.ndarray) -> np.ndarray:
+    """finished / declined / failed / unfinished per job."""
+    return np.select([done, declined, failed], ["finished", "declined", "failed"], "unfinished").astype(object)
