@@ -520,7 +520,8 @@ def solve_admission(
        infeasible while the greedy's verified plan fits.
 
     ``greedy``: the caller's :func:`greedy_plan` of this problem, if it has one (not re-run).
-    ``time_limit`` applies to the LP and to the MILP solve each. ``mip_gap`` only bounds how
+    ``time_limit`` applies to the LP and to the MILP solve each, strictly (``strict_time_limit``:
+    a decision never waits on a solver heuristic that overruns it). ``mip_gap`` only bounds how
     far the plan's GPU-seconds may be from the least possible: admission (feasibility)
     does not depend on it, and the last fraction of a percent can take far longer than a
     plan (50 jobs x 7 sizes x 60 slots, ~8,000 binaries: HiGHS reaches 1-5% in 2-6 s and
@@ -555,9 +556,10 @@ def solve_admission(
     t = time.perf_counter()
     canon = build_milp(problem).canonical()
     build += time.perf_counter() - t
-    options = SolveOptions(time_limit=time_limit, mip_gap=mip_gap)
+    options = SolveOptions(time_limit=time_limit, mip_gap=mip_gap, strict_time_limit=True)
     if greedy.feasible and Capability.WARM_START in get_backend(solver).capabilities():
-        options = SolveOptions(time_limit=time_limit, mip_gap=mip_gap, start=milp_start(problem, greedy.gpus))
+        options = SolveOptions(time_limit=time_limit, mip_gap=mip_gap, strict_time_limit=True,
+                               start=milp_start(problem, greedy.gpus))
     t = time.perf_counter()
     res = solve(canon, solver, options, check=False)
     solve_s += time.perf_counter() - t

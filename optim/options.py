@@ -21,6 +21,9 @@ class SolveOptions:
     ``log_gap`` and ``max_cut_rounds`` steer the tangent-cut outer approximation used
     for log terms on backends without a log cone: the loop stops once
     (upper bound - best objective) / max(1, |best objective|) <= ``log_gap``.
+    ``strict_time_limit``: keep to ``time_limit`` even where that costs the solver a heuristic
+    known to overrun it (HiGHS 1.16: its RINS / RENS sub-MIPs can run for minutes past the
+    limit, ERGO-Code/HiGHS#3237; they are switched off).
     """
 
     threads: int | None = None
@@ -35,6 +38,7 @@ class SolveOptions:
     raw: dict[str, Any] = field(default_factory=dict)
     start: Any = None
     seed: int | None = None
+    strict_time_limit: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in ("auto", "simplex", "ipm"):

@@ -37,11 +37,22 @@ from simulator import (
 from simulator.engine import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
 from simulator.files import write_atomically
-from simulator.reports import allocation_frame, check_output_path, write_allocation
+from simulator.reports import check_output_path, write_allocation
 from simulator.simulate import EXAMPLE, default_solver
 from simulator.simulate import simulate as run_simulation
 from simulator.throughputs import find_gavel_table
 from simulator.traces import read_trace, write_trace
+
+from .output import (
+    bench_bar,
+    console,
+    err,
+    print_allocation,
+    print_fidelity,
+    print_summary,
+    progress_bar,
+    show_result,
+)
 
 app = typer.Typer(
     add_completion=False,
@@ -49,8 +60,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Scheduling policies for heterogeneous GPU clusters as mathematical programs.",
 )
-console = Console()
-err = Console(stderr=True)
 
 #: errors caused by the user's input or environment: one line, exit code 2
 USER_ERRORS = (
@@ -161,7 +170,7 @@ def solve(
     snapshot = build_problem(spec, jobset, table, pairs=pol.uses_pairs,
                              prices=parse_prices(prices, spec) if prices else None)
     allocation = pol.allocate(snapshot)
-    _print_allocation(allocation, show)
+    print_allocation(allocation, show)
     violations = allocation_violations(allocation)
     for line in violations:
         err.print(f"schedopt: invalid allocation: {line}", markup=False)
@@ -170,41 +179,6 @@ def solve(
         console.print(f"wrote {output}")
     if violations:
         raise typer.Exit(1)
-
-
-def _print_allocation(allocation, show: int) -> None:
-    result = allocation.result
-    p = allocation.problem
-    cluster = ", ".join(f"{w}={int(c)}" for w, c in zip(p.worker_types, p.capacities))
-    pairs = f" ({len(p.pairs)} candidate pairs)" if p.pairs is not None else ""
-    if result is None:
-        console.print(f"[bold]{allocation.policy}[/] on {p.num_jobs} jobs{pairs}, {cluster} (heuristic, no solver)")
-    else:
-        t = result.timings
-        console.print(f"[bold]{allocation.policy}[/] on {p.num_jobs} jobs{pairs}, {cluster} "
-                      f"with [bold]{result.backend}[/] ({result.solver_version})")
-        objective = "" if allocation.objective is None else f"   objective: {allocation.objective:.6g}"
-        console.print(f"status: {result.status}{objective}" + (f"   gap: {result.gap:.2e}" if result.gap else ""))
-        console.print(f"timings: build {t.build * 1e3:.1f} ms, translate {t.translate * 1e3:.1f} ms, "
-                      f"solve {t.solve * 1e3:.1f} ms")
-    for note in allocation.notes:
-        console.print(f"note: {note}")
-    used = allocation.gpus_used()
-    console.print("GPUs in use: " + ", ".join(
-        f"{w} {u:.2f}/{int(c)}" for w, u, c in zip(p.worker_types, used, p.capacities)))
-    frame = allocation_frame(allocation).rename(
-        columns={"job_id": "job", "scale_factor": "s", "priority_weight": "w", "time_fraction": "time",
-                 "throughput": "steps/s"})
-    table = Table(title=f"per-job allocation (first {min(show, len(frame))} of {len(frame)})",
-                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for col in frame.columns:
-        if col == "job_type":
-            table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=26)
-        else:
-            table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
-    for row in frame.head(show).itertuples(index=False):
-        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
-    console.print(table)
 
 
 def _window(text: str | None) -> tuple[int, int] | None:
@@ -255,7 +229,7 @@ def bench(
     if out.exists() and not out.is_dir():
         raise ValueError(f"bench: --out {str(out)!r} is a file; give a directory")
     info = machine()
-    with _bench_bar(progress, sweep.num_solves) as step:
+    with bench_bar(progress, sweep.num_solves) as step:
         frame = pd.DataFrame(list(run(sweep, table, on_row=step)))
     paths = write_outputs(frame, info, out)
     shown = summary(frame)
@@ -274,34 +248,6 @@ def bench(
     left_out = len(frame) - len(publishable(frame))
     console.print(f"wrote {', '.join(str(p) for p in paths)}"
                   + (f" ({left_out} Gurobi row(s) shown above, never written: pip license terms)" if left_out else ""))
-
-
-class _bench_bar:
-    """A rich progress bar over the sweep's solves (the last row's backend and status), or nothing."""
-
-    def __init__(self, enabled: bool, total: int):
-        self.enabled, self.total = enabled, total
-
-    def __enter__(self):
-        if not self.enabled:
-            return lambda row: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self._bar = Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                             TextColumn("{task.description}"), console=err, transient=True)
-        self._bar.__enter__()
-        task = self._bar.add_task("", total=self.total)
-
-        def step(row: dict) -> None:
-            self._bar.update(task, advance=1, description=f"{row['policy']} {row['jobs']:,} jobs {row['backend']}: "
-                                                          f"{row['status']}")
-
-        return step
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self._bar.__exit__(*exc)
-        return False
 
 
 @app.command("simulate")
@@ -354,8 +300,8 @@ def simulate_command(
         "Deadline runs: directory of per-model iteration tables (MODEL.csv: global_batch_size,1,2,4,...).")),
     slot: float = typer.Option(60.0, help="Slot policies (elasticflow, edf, ...): scheduling slot in seconds."),
     deadlines: str | None = typer.Option(None, help=(
-        "Slot policies on a trace without deadlines: draw them, uniform:LO:HI x the isolated duration after "
-        "arrival (ElasticFlow's rule: uniform:0.5:1.5; seeded by --seed).")),
+        "Draw deadlines for a trace without them: arrival + uniform:LO:HI x the isolated duration "
+        "(ElasticFlow's rule: uniform:0.5:1.5; seeded by --seed); every policy is judged by them.")),
     gpu_type: str | None = typer.Option(None, help=(
         "Deadline runs: A100 | T4, for ElasticFlow's published GPU caps [default: from --throughput-dir's name].")),
 ) -> None:
@@ -374,17 +320,14 @@ def simulate_command(
         policy = policy or "elasticflow"
         shockwave = policy == "shockwave"
         fields.pop("gpus_per_server")
-        with _progress_bar(progress, "decisions") as report:
+        with progress_bar(progress, "decisions") as report:
             result = simulate_deadlines_command(
                 trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy,
                 solver=solver if solver != "auto" or policy in DEADLINE_POLICIES else default_solver(policy),
                 slot=slot, gpu_type=gpu_type, overhead=overhead, deadlines=deadlines, report=report,
                 round_config=SimulationConfig.shockwave(**fields) if shockwave else SimulationConfig(**fields))
-        return _show(result, out)
+        return show_result(result, out)
     policy = policy or "max_min_fairness_perf"
-    if deadlines is not None and policy not in DEADLINE_POLICIES:
-        raise ValueError(f"--deadlines is for slot policies ({', '.join(sorted(DEADLINE_POLICIES))}), "
-                         f"not {policy!r}")
     sources = sum((trace is not None, generate is not None, example))
     if sources != 1:
         raise ValueError("give exactly one of --trace FILE, --generate N or --example")
@@ -423,26 +366,11 @@ def simulate_command(
     slots = policy in DEADLINE_POLICIES
     solver_spec = solver if slots else default_solver(policy, config.gavel_compat) if solver == "auto" else solver
     replans = issubclass(POLICIES.get(policy, object), RoundPlanner)
-    with _progress_bar(progress, "decisions" if slots else "re-plans" if replans else "solves") as report:
+    with progress_bar(progress, "decisions" if slots else "re-plans" if replans else "solves") as report:
         result = run_simulation(workload, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
                                 config=config, prices=prices, progress=report, policy_params=params,
                                 deadlines=deadlines, slot=slot)
-    _show(result, out)
-
-
-def _show(result, out: Path | None) -> None:
-    """Print a run's summary (either engine's) and write its files."""
-    from simulator.deadline_metrics import DeadlineResult
-
-    if isinstance(result, DeadlineResult):
-        from .deadlines import print_deadline_summary
-
-        print_deadline_summary(result.summary, console)
-    else:
-        _print_summary(result.summary)
-    if out is not None:
-        for path in result.write(out):
-            console.print(f"wrote {path}")
+    show_result(result, out)
 
 
 def _table_for(workload, trace: Path, builtin):
@@ -526,7 +454,7 @@ def run_command(
             if int(spec.gpus.sum()) > executor.capacity:
                 raise ValueError(f"cluster {spec} has {int(spec.gpus.sum())} GPUs; the Ray cluster holds "
                                  f"{executor.capacity} {'GPUs' if executor.uses_gpus else 'slots'}")
-            with _progress_bar(progress, "re-plans" if replans else "solves") as report:
+            with progress_bar(progress, "re-plans" if replans else "solves") as report:
                 result = simulated(executor, report)
             measured = executor.measured_rates()
     most = np.argmax(np.stack([result.jobs[f"gpu_seconds_{t}"] for t in spec.worker_types], axis=1), axis=1)
@@ -535,7 +463,7 @@ def run_command(
                        measured_over_table=np.divide(measured, listed, out=np.full(listed.shape, np.nan),
                                                      where=listed > 0))
     result.summary.update(executor="ray", time_scale=time_scale, model_size=model_size)
-    _print_summary(result.summary)
+    print_summary(result.summary)
     console.print(f"leases failed: {result.summary['failed_leases']} ({result.summary['redone_gpu_seconds']:,.0f} "
                   f"GPU-seconds to redo); jobs failed: {result.summary['jobs_failed']}")
     fidelity = None
@@ -544,7 +472,7 @@ def run_command(
 
         fidelity = compare(result, simulated())
         result.summary.update(fidelity.summary_fields())
-        _print_fidelity(fidelity)
+        print_fidelity(fidelity)
     if out is not None:
         for path in result.write(out):
             console.print(f"wrote {path}")
@@ -554,105 +482,6 @@ def run_command(
             path = out / "fidelity.csv"
             write_atomically(path, csv_text(fidelity.jobs))
             console.print(f"wrote {path}")
-
-
-def _print_fidelity(fidelity) -> None:
-    from runtime_bridge.fidelity import METRICS
-
-    table = Table(title="real run against the simulator (real / simulated - 1)", box=box.SIMPLE)
-    for col in ("", "real", "simulated", "difference"):
-        table.add_column(col, justify="left" if not col else "right")
-    for label, key in METRICS:
-        real, simulated, diff = fidelity.summary[key]
-        fmt = "{:.1%}" if key == "utilization" else "{:,.1f}"
-        table.add_row(label, fmt.format(real), fmt.format(simulated), f"{diff:+.1%}")
-    table.add_row("per-job JCT |difference| (mean / max)", "", "",
-                  f"{fidelity.mean_abs_jct_difference:.1%} / {fidelity.max_abs_jct_difference:.1%}")
-    console.print(table)
-
-
-class _progress_bar:
-    """A rich progress line (simulated time, jobs done, solves or re-plans and the last one's
-    time), redrawn at most 10 times a second."""
-
-    def __init__(self, enabled: bool, solves: str = "solves"):
-        self.enabled = enabled and err.is_terminal
-        self.solves = solves
-
-    def __enter__(self):
-        if not self.enabled:
-            return None
-        import time
-
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self._bar = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
-                             TextColumn("jobs  t={task.fields[t]}  " + self.solves + "={task.fields[solves]} "
-                                        "(last {task.fields[last]})"),
-                             TimeElapsedColumn(), console=err, transient=True)
-        self._bar.start()
-        self._task = self._bar.add_task("sim", total=None, t="0 h", solves=0, last="-")
-        self._last = 0.0
-        self._clock = time.monotonic
-
-        def report(now: float, done: int, total: int, solves: int, last: float) -> None:
-            tick = self._clock()
-            if tick - self._last >= 0.1:
-                self._last = tick
-                self._bar.update(self._task, completed=done, total=total, t=f"{now / 3600:.1f} h", solves=solves,
-                                 last=f"{last * 1e3:.0f} ms")
-
-        return report
-
-    def __exit__(self, *exc) -> None:
-        if self.enabled:
-            self._bar.stop()
-
-
-def _print_summary(summary: dict) -> None:
-    console.print(f"[bold]{summary['policy']}[/] with [bold]{summary['solver']}[/] on {summary['cluster']}: "
-                  f"{summary['jobs_completed']}/{summary['jobs']} jobs completed, {summary['rounds']} rounds")
-    table = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    window = summary["window"]
-    rows = [
-        ("average JCT", _hours(summary["average_jct"])),
-        *([(f"average JCT, jobs {window[0]}:{window[1]}", _hours(summary["average_jct_window"]))] if window else []),
-        ("makespan", _hours(summary["makespan"])),
-        ("utilization", f"{summary['utilization']:.1%}"),
-        ("finish-time fairness rho (mean / worst)", f"{summary['rho_mean']:.3f} / {summary['rho_worst']:.3f}"),
-        ("jobs with rho > 1.05", f"{summary['unfair_fraction']:.1%}"),
-        ("FTF JCT / (isolated x max(1, N/G)) (mean / worst)",
-         f"{summary['ftf_mean']:.3f} / {summary['ftf_worst']:.3f}"),
-        ("jobs with FTF > 1.05", f"{summary['ftf_unfair_fraction']:.1%}"),
-        *([("completions forced at the runtime cap", str(summary["forced_completions"]))]
-          if summary["max_runtime_factor"] else []),
-        ("lease-extension rate", f"{summary['lease_extension_rate']:.1%}"),
-        ("preemptions", str(summary["preemptions"])),
-        ("allocation solves", str(summary["solves"])),
-        ("solver time p50 / p99 / total", (f"{summary['solver_seconds_p50'] * 1e3:.1f} ms / "
-                                           f"{summary['solver_seconds_p99'] * 1e3:.1f} ms / "
-                                           f"{summary['solver_seconds_total']:.2f} s")),
-        *([("of which build / translate / solve", " / ".join(
-            f"{summary[f'solver_{k}_seconds_total']:.2f} s" for k in ("build", "translate", "solve")))]
-          if summary["solver_solve_seconds_total"] > 0 else []),
-    ]
-    for name, value in rows:
-        table.add_row(name, value)
-    console.print(table)
-    for note in summary["notes"]:
-        console.print(f"note: {note}")
-
-
-def _hours(seconds: float) -> str:
-    return f"{seconds:,.1f} s ({seconds / 3600:.2f} h)"
 
 
 @app.command()

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich import box
-from rich.table import Table
-
 from allocators import POLICIES, UnknownPolicyError
 from allocators.deadline import DEADLINE_POLICIES
 from simulator.deadline_simulate import simulate_deadlines
@@ -33,31 +30,3 @@ def simulate_deadlines_command(*, trace: Path | None, cluster_spec: Path | None,
                               solver="highs" if solver == "auto" else solver, slot=slot, gpu_type=gpu_type,
                               overhead=OverheadModel.none() if overhead == 0 else None, progress=report,
                               round_config=round_config)
-
-
-def print_deadline_summary(s: dict, console) -> None:
-    console.print(f"[bold]{s['policy']}[/] on {s['cluster']} ({s['gpus']} GPUs), {s['slot_seconds']:g} s slots: "
-                  f"{s['jobs']} jobs, {s['decisions']} decisions")
-    table = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    rows = [
-        ("deadline satisfactory ratio", f"{s['deadline_satisfactory_ratio']:.3f}"),
-        ("deadline jobs: on time / late / declined",
-         f"{s['finished_on_time']} / {s['finished_late']} / {s['declined']} of {s['deadline_jobs']}"),
-        ("accepted", str(s["accepted"])),
-        ("best-effort jobs: average JCT",
-         f"{s['best_effort_average_jct']:,.1f} s" if s["best_effort_jobs"] else "-"),
-        ("cluster efficiency (time average)", f"{s['cluster_efficiency_mean']:.3f}"),
-        ("overhead charged", f"{s['overhead_seconds_total']:,.0f} s"),
-        ("programs solved", str(s["programs_solved"])),
-        ("decision time p50 / p99 / total", f"{s['solver_seconds_p50'] * 1e3:.1f} ms / "
-                                            f"{s['solver_seconds_p99'] * 1e3:.1f} ms / "
-                                            f"{s['solver_seconds_total']:.2f} s"),
-        ("wall time", f"{s['wall_seconds']:.2f} s"),
-    ]
-    for name, value in rows:
-        table.add_row(name, value)
-    console.print(table)
-    for note in s["notes"]:
-        console.print(f"note: {note}")

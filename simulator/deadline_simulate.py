@@ -67,8 +67,11 @@ def simulate_deadlines(
 
         rtrace, rcluster, rtable, per_server = as_round_inputs(workload)
         config = replace(round_config or SimulationConfig(), gpus_per_server=per_server)
-        return simulate(rtrace, policy=policy, solver=solver, cluster=rcluster, throughputs=rtable, config=config,
-                        options=options, progress=progress, policy_params=policy_params)
+        result = simulate(rtrace, policy=policy, solver=solver, cluster=rcluster, throughputs=rtable, config=config,
+                          options=options, progress=progress, policy_params=policy_params)
+        result.summary["notes"].insert(0, f"{jobs.source} on the round engine: {rcluster} in servers of "
+                                          f"{per_server}, each job on its requested GPUs, deadlines from the trace")
+        return result
     if policy not in DEADLINE_POLICIES:
         raise UnknownPolicyError(f"unknown policy {policy!r}; known: "
                                  f"{', '.join(sorted({*POLICIES, *DEADLINE_POLICIES}))}")

@@ -21,7 +21,7 @@ from .metrics import SimulationResult
 from .throughputs import ThroughputTable, read_gavel_json
 from .traces import Trace, read_trace
 from .workload import build_workload
-from .workloads import DeadlineRule, as_deadline_workload
+from .workloads import DeadlineRule, as_deadline_workload, with_deadlines
 
 #: the built-in example: a few hundred generated jobs on a small heterogeneous cluster
 EXAMPLE = {"cluster": "v100=8,p100=8,k80=8", "num_jobs": 200, "lam": 1800.0, "multi_gpu": True, "seed": 0}
@@ -87,23 +87,32 @@ def simulate(
     elif not isinstance(trace, Trace):
         trace = read_trace(trace)
     workload = build_workload(trace, spec, table)
+    notes = []
+    if deadlines is not None:
+        rule = DeadlineRule.parse(deadlines, config.seed) if isinstance(deadlines, str) else deadlines
+        workload = with_deadlines(workload, rule)
+        notes.append(f"deadlines drawn: {rule}")
     if policy in DEADLINE_POLICIES:
         from .deadline_simulate import run_deadline_workload
 
         per_server = config.gpus_per_server
         if not isinstance(per_server, int):
             raise ValueError(f"policy {policy}: one GPUs-per-server count, got {per_server}")
-        rule = DeadlineRule.parse(deadlines, config.seed) if isinstance(deadlines, str) else deadlines
-        converted, source = as_deadline_workload(workload, per_server, rule, policy)
-        return run_deadline_workload(converted, policy, "highs" if solver == "auto" else solver, options, slot,
-                                     progress=progress, notes=[f"deadlines: {source}"])
+        if workload.trace.adaptive:
+            notes.append("batch-size adaptation (accordion / gns) is not modelled by slot policies: jobs keep "
+                         "their first batch size")
+        return run_deadline_workload(as_deadline_workload(workload, per_server, policy), policy,
+                                     "highs" if solver == "auto" else solver, options, slot, progress=progress,
+                                     notes=notes)
     options = options or SolveOptions()
     if options.seed is None:
         options = replace(options, seed=config.seed)
     pol = make_policy(policy, default_solver(policy, config.gavel_compat) if solver == "auto" else solver, options,
                       gavel_compat=config.gavel_compat, **_seeded(policy, config.seed), **dict(policy_params or {}))
     price_array = parse_prices(prices, spec) if prices else None
-    return Engine(workload, pol, config, prices=price_array, executor=executor).run(progress)
+    result = Engine(workload, pol, config, prices=price_array, executor=executor).run(progress)
+    result.summary["notes"][:0] = notes
+    return result
 
 
 def _seeded(policy: str, seed: int) -> dict:

@@ -13,15 +13,16 @@ tables and a node cluster (:class:`DeadlineWorkload`). This module maps each ont
   isolated duration.
 - :func:`as_deadline_workload`: a Gavel workload on a one-type cluster as a deadline workload:
   ``gpus_per_server``-GPU nodes; a job may run on any count at which the table has its model;
-  deadlines from the trace's SLOs, else from a :class:`DeadlineRule` (an explicit option: a trace
-  that has none and no rule is an error naming what is missing).
+  deadlines from the trace's SLOs (a trace with none is an error naming what is missing).
+- :func:`with_deadlines`: deadlines drawn by a :class:`DeadlineRule` (an explicit option, recorded
+  in the run's notes) as SLOs, so round and slot policies see the same deadlines.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from .iteration_tables import IterationTable
 from .node_cluster import NodeCluster
 from .throughputs import ThroughputTable
 from .traces import Trace
-from .workload import Workload, WorkloadError
+from .workload import Workload, WorkloadError, build_workload
 
 _RULE = re.compile(r"^uniform:([0-9.eE+-]+):([0-9.eE+-]+)$")
 
@@ -89,10 +90,22 @@ def as_round_inputs(workload: DeadlineWorkload) -> tuple[Trace, Cluster, Through
     return trace, cluster, table, workload.gpus_per_node
 
 
-def as_deadline_workload(workload: Workload, gpus_per_server: int, rule: DeadlineRule | None,
-                         policy: str) -> tuple[DeadlineWorkload, str]:
-    """The Gavel workload as a deadline workload (module doc) and a line saying where its
-    deadlines come from; errors name what the run lacks."""
+def with_deadlines(workload: Workload, rule: DeadlineRule) -> Workload:
+    """``workload`` with every job's deadline drawn by ``rule`` from its reference duration (kept as
+    the trace's SLO factor, which Gavel's SLO policies also read); a trace with SLOs of its own is an
+    error (one source of deadlines per run)."""
+    tr = workload.trace
+    if np.isfinite(tr.slo).any():
+        raise WorkloadError(f"--deadlines {rule.lo:g}..{rule.hi:g}: {tr.source} has SLOs of its own")
+    drawn = rule.draw(tr.arrival_times, workload.reference_durations)
+    slo = (drawn - tr.arrival_times) / workload.reference_durations
+    return build_workload(replace(tr, slo=slo), workload.cluster, workload.table)
+
+
+def as_deadline_workload(workload: Workload, gpus_per_server: int, policy: str) -> DeadlineWorkload:
+    """The Gavel workload as a deadline workload (module doc); its deadlines are the trace's SLOs
+    (:meth:`Workload.slo_deadlines`; jobs without one are best effort). Errors name what the run
+    lacks."""
     cluster, tr, table = workload.cluster, workload.trace, workload.table
     if len(cluster.worker_types) != 1:
         raise WorkloadError(f"policy {policy} plans GPU counts of one GPU type; cluster {cluster} has "
@@ -118,20 +131,14 @@ def as_deadline_workload(workload: Workload, gpus_per_server: int, rule: Deadlin
                                      batch_sizes={m: np.array([big]) for m in models}, rates=rates)
     requested = tr.scale_factors.astype(np.int64)
     duration = tr.total_steps / np.maximum(workload.rates[:, 0], 1e-300)
-    has_slo = np.isfinite(tr.slo)
-    if has_slo.any():
-        deadline = np.where(has_slo, tr.arrival_times + tr.slo * duration, np.inf)
-        source = "the trace's SLOs (jobs without one are best effort)"
-    elif rule is not None:
-        deadline = rule.draw(tr.arrival_times, duration)
-        source = str(rule)
-    else:
+    if not np.isfinite(tr.slo).any():
         raise WorkloadError(f"policy {policy} needs deadlines and {tr.source} has none: pass --deadlines "
                             f"uniform:LO:HI (ElasticFlow's rule: uniform:0.5:1.5)")
+    deadline = workload.slo_deadlines()
     n = len(tr)
     dtrace = DeadlineTrace(job_ids=np.arange(n), submit=tr.arrival_times.astype(float),
                            iterations=tr.total_steps.astype(np.int64), model=np.array(tr.job_types, dtype=object),
                            deadline=deadline, batch_size=np.full(n, big, dtype=np.int64), num_gpus=requested,
                            duration=duration, best_effort=~np.isfinite(deadline), source=tr.source)
     nodes = NodeCluster(1, gpus // gpus_per_server, gpus_per_server, 1, 1)
-    return DeadlineWorkload.build(dtrace, nodes, iteration_table), source
+    return DeadlineWorkload.build(dtrace, nodes, iteration_table)

@@ -243,3 +243,13 @@ def test_invalid_options_are_rejected():
         with pytest.raises(ValueError, match="seed"):
             SolveOptions(seed=bad)
     assert SolveOptions(seed=np.int64(7)).seed == 7
+
+
+def test_a_strict_time_limit_switches_off_the_highs_heuristics_that_overrun_it():
+    from optim.backends import highs
+
+    canon = ranged_lp("max").canonical()
+    strict = highs.load_highs(canon, SolveOptions(time_limit=5.0, strict_time_limit=True))
+    plain = highs.load_highs(canon, SolveOptions(time_limit=5.0))
+    for name in ("mip_heuristic_run_rins", "mip_heuristic_run_rens"):
+        assert strict.getOptionValue(name)[1] is False and plain.getOptionValue(name)[1] is True

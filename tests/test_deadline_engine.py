@@ -214,7 +214,7 @@ def test_a_slot_policy_on_a_gavel_workload_says_what_it_lacks_or_runs():
         assert res.exit_code == 2 and len(lines) == 1 and needs in lines[0], res.output
     res = CliRunner().invoke(app, [*base, "--cluster", "v100=8", "--deadlines", "uniform:0.5:1.5"])
     assert res.exit_code == 0 and res.output.startswith("edf on 8 nodes x 1 GPUs"), res.output
-    assert "deadlines: uniform:0.5:1.5 (seed 0)" in res.output
+    assert "deadlines drawn: uniform:0.5:1.5 (seed 0)" in res.output
 
 
 def test_cli_needs_all_three_deadline_inputs(tmp_path):

@@ -139,6 +139,9 @@ def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
         h.setOptionValue("threads", int(options.threads))
     if options.time_limit is not None:
         h.setOptionValue("time_limit", float(options.time_limit))
+        if options.strict_time_limit:
+            h.setOptionValue("mip_heuristic_run_rins", False)
+            h.setOptionValue("mip_heuristic_run_rens", False)
     if options.mip_gap is not None:
         h.setOptionValue("mip_rel_gap", float(options.mip_gap))
     if options.seed is not None:

@@ -1,0 +1,112 @@
+"""Every policy on every workload, on equal terms: the cross-family matrix at small scale, the
+metrics every run reports, the conversions between trace formats and the properties every
+schedule keeps (capacity, gang sizes, work)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allocators.deadline import DEADLINE_POLICIES
+from simulator.deadline_simulate import simulate_deadlines
+from simulator.deadline_traces import read_deadline_trace
+from simulator.deadline_workload import DeadlineWorkload
+from simulator.example_table import example_table
+from simulator.generator import generate_trace
+from simulator.iteration_tables import read_throughput_dir
+from simulator.node_cluster import read_cluster_spec
+from simulator.outcomes import JOB_COLUMNS, SUMMARY_KEYS
+from simulator.simulate import simulate
+from simulator.workload import WorkloadError, build_workload
+from simulator.cluster import parse_cluster
+from simulator.workloads import DeadlineRule, as_deadline_workload, as_round_inputs, with_deadlines
+from tests.test_deadline_engine import write_inputs
+
+MATRIX = ("max_min_fairness_perf", "finish_time_fairness_perf", "shockwave", "elasticflow", "chronus", "edf",
+          "dlas-gpu", "themis", "gandiva", "fifo")
+ENDS = {"finished", "declined", "failed"}
+
+
+def _gavel_run(policy: str, num_jobs: int = 10, seed: int = 0):
+    trace = generate_trace(example_table(), num_jobs, seed=seed, lam=300.0, multi_gpu=True)
+    return simulate(trace, policy=policy, cluster="v100=8", gpus_per_server=4, deadlines="uniform:0.5:1.5",
+                    seed=seed)
+
+
+def _elasticflow_run(tmp_path, policy: str):
+    jobs = [(0, 6000, 900, 2), (30, 3000, 400, 1), (60, 20000, 5000, 4), (90, 2000, 200, 1, 1), (120, 9000, 700, 8)]
+    trace, spec, tables = write_inputs(tmp_path, jobs, nodes=2, gpus_per_node=4)
+    return simulate_deadlines(trace, spec, tables, policy=policy, slot=60.0)
+
+
+@pytest.mark.parametrize("policy", MATRIX)
+def test_every_policy_runs_on_a_gavel_workload_and_reports_every_metric(policy):
+    result = _gavel_run(policy)
+    assert set(SUMMARY_KEYS) <= set(result.summary), set(SUMMARY_KEYS) - set(result.summary)
+    assert set(JOB_COLUMNS) <= set(result.jobs)
+    assert set(result.jobs["state"]) <= ENDS
+    assert result.summary["deadline_jobs"] == 10
+    assert "deadlines drawn: uniform:0.5:1.5 (seed 0)" in result.summary["notes"]
+
+
+@pytest.mark.parametrize("policy", MATRIX)
+def test_every_policy_runs_on_an_elasticflow_workload_and_reports_every_metric(tmp_path, policy):
+    result = _elasticflow_run(tmp_path, policy)
+    assert set(SUMMARY_KEYS) <= set(result.summary)
+    assert set(JOB_COLUMNS) <= set(result.jobs)
+    assert set(result.jobs["state"]) <= ENDS
+    assert result.summary["deadline_jobs"] == 4 and result.summary["jobs"] == 5
+
+
+def test_round_and_slot_policies_see_the_same_drawn_deadlines():
+    rounds, slots = _gavel_run("max_min_fairness_perf"), _gavel_run("edf")
+    np.testing.assert_allclose(rounds.jobs["deadline"], slots.jobs["deadline"], rtol=1e-9)
+    assert np.isfinite(rounds.jobs["deadline"]).all()
+
+
+def test_a_deadline_trace_round_trips_through_the_round_view(tmp_path):
+    trace, spec, tables = write_inputs(tmp_path, [(0, 6000, 900, 2), (30, 3000, 400, 1), (60, 900, 9e9, 4, 1)])
+    dw = DeadlineWorkload.build(read_deadline_trace(trace), read_cluster_spec(spec), read_throughput_dir(tables))
+    rtrace, cluster, table, per_server = as_round_inputs(dw)
+    workload = build_workload(rtrace, cluster, table)
+    back = as_deadline_workload(workload, per_server, "edf")
+    for name in ("submit", "iterations", "requested", "best_effort"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(dw, name))
+    np.testing.assert_allclose(back.deadline[:2], dw.deadline[:2])
+    assert np.isinf(back.deadline[2])
+    np.testing.assert_allclose(back.rates, dw.rates)
+    assert (back.total_gpus, back.gpus_per_node) == (dw.total_gpus, dw.gpus_per_node)
+
+
+def test_a_gavel_trace_without_deadlines_or_on_many_types_is_one_clear_error():
+    trace = generate_trace(example_table(), 4, seed=0)
+    with pytest.raises(WorkloadError, match="needs deadlines.*--deadlines uniform"):
+        simulate(trace, policy="edf", cluster="v100=8")
+    with pytest.raises(WorkloadError, match="one GPU type.*--cluster v100="):
+        simulate(trace, policy="edf", cluster="v100=8,k80=8", deadlines="uniform:0.5:1.5")
+    with pytest.raises(ValueError, match="uniform:LO:HI"):
+        DeadlineRule.parse("normal:1:2")
+    own = with_deadlines(build_workload(trace, parse_cluster("v100=8"), example_table()), DeadlineRule(1, 1))
+    with pytest.raises(WorkloadError, match="SLOs of its own"):
+        with_deadlines(own, DeadlineRule(1, 1))
+
+
+def test_no_policy_name_means_two_policies():
+    from allocators.registry import POLICIES
+
+    assert not set(POLICIES) & set(DEADLINE_POLICIES)
+
+
+@settings(max_examples=12)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(MATRIX), jobs=st.integers(2, 12))
+def test_capacity_and_gang_sizes_hold_for_random_workloads_under_random_policies(seed, policy, jobs):
+    result = _gavel_run(policy, num_jobs=jobs, seed=seed)
+    if policy in DEADLINE_POLICIES:
+        assert (result.timeline["busy_gpus"] <= 8).all()
+    else:
+        assert (result.timeline["busy_v100"] <= 8).all()
+    finished = result.jobs["state"] == "finished"
+    assert (result.jobs["finish"][finished] >= result.jobs["arrival"][finished]).all()
+    assert (result.jobs["start"][finished] >= result.jobs["arrival"][finished] - 1e-9).all()
