@@ -20,6 +20,7 @@ job must end finished or declined; the row has every metric of :mod:`simulator.o
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -94,8 +95,13 @@ def _round(value):
     return value
 
 
+#: measured over finished jobs only: a policy that declines jobs is not ranked on them
+FINISHED_ONLY = ("average_jct", "p99_jct", "makespan", "ftf_worst")
+
+
 def markdown(rows: list[dict]) -> str:
-    """Per workload: policies × the shown metrics, the best of each column in bold."""
+    """Per workload: policies × the shown metrics and the jobs declined; the best of each column
+    in bold (for the metrics over finished jobs, among the policies that run every job)."""
     out = []
     for w in WORKLOADS:
         mine = [r for r in rows if r["workload"] == w.name]
@@ -103,19 +109,20 @@ def markdown(rows: list[dict]) -> str:
             continue
         best = {}
         for key, _, better in SHOWN:
-            values = [r[key] for r in mine if r[key] != ""]
+            values = [r[key] for r in mine if r[key] != "" and not (key in FINISHED_ONLY and r["declined_jobs"])]
             best[key] = better(values) if values else None
         out.append(f"**{w.description}**\n")
-        out.append("| policy | " + " | ".join(label for _, label, _ in SHOWN) + " |")
-        out.append("|---|" + "---:|" * len(SHOWN))
+        out.append("| policy | " + " | ".join(label for _, label, _ in SHOWN) + " | declined |")
+        out.append("|---|" + "---:|" * (len(SHOWN) + 1))
         for r in mine:
             cells = []
             for key, _, _ in SHOWN:
                 v = r[key]
                 text = "-" if v == "" else f"{v / 3600:,.1f}" if key in ("average_jct", "p99_jct", "makespan") \
                     else f"{v:.3f}"
-                cells.append(f"**{text}**" if v != "" and v == best[key] else text)
-            out.append(f"| `{r['policy']}` | " + " | ".join(cells) + " |")
+                ranked = not (key in FINISHED_ONLY and r["declined_jobs"])
+                cells.append(f"**{text}**" if v != "" and ranked and v == best[key] else text)
+            out.append(f"| `{r['policy']}` | " + " | ".join(cells) + f" | {r['declined_jobs']} |")
         out.append("")
     return "\n".join(out)
 
@@ -140,6 +147,22 @@ def main(argv: list[str] | None = None) -> int:
               f"other {r['other']} ({r['wall_s']} s)", flush=True)
     if args.markdown:
         args.markdown.write_text(markdown(rows) + "\n")
+
+
+def read_rows(path: Path) -> list[dict]:
+    """Rows of a written matrix CSV, numbers as numbers (for :func:`markdown`)."""
+    with path.open(newline="") as f:
+        return [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+def _number(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
     return 0
 
 
