@@ -169,6 +169,9 @@ def print_summary(summary: dict) -> None:
         *([("completions forced at the runtime cap", str(summary["forced_completions"]))]
           if summary["max_runtime_factor"] else []),
         ("lease-extension rate", f"{summary['lease_extension_rate']:.1%}"),
+        *([("deadline satisfactory ratio", f"{summary['deadline_satisfactory_ratio']:.3f}"),
+           ("deadline jobs: on time / late of", f"{summary['finished_on_time']} / {summary['finished_late']} of "
+                                                f"{summary['deadline_jobs']}")] if summary["deadline_jobs"] else []),
         ("preemptions", str(summary["preemptions"])),
         ("allocation solves", str(summary["solves"])),
         ("solver time p50 / p99 / total", (f"{summary['solver_seconds_p50'] * 1e3:.1f} ms / "

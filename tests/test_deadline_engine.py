@@ -198,6 +198,7 @@ def test_cli_runs_the_policy_named_on_any_trace(tmp_path):
     inputs = ["--trace", str(trace), "--cluster-spec", str(spec), "--throughput-dir", str(tables), "--no-progress"]
     res = CliRunner().invoke(app, ["simulate", "--policy", "max_min_fairness_perf", *inputs])
     assert res.exit_code == 0 and res.output.startswith("max_min_fairness_perf with"), res.output
+    assert "deadline satisfactory ratio" in res.output and "1 / 0 of 1" in res.output
     res = CliRunner().invoke(app, ["simulate", "--policy", "no_such_policy", *inputs])
     lines = [line for line in res.output.splitlines() if line.strip()]
     assert res.exit_code == 2 and len(lines) == 1
