@@ -150,11 +150,6 @@ class progress_bar:
 
 
 def print_summary(summary: dict) -> None:
-    console.print(f"[bold]{summary['policy']}[/] with [bold]{summary['solver']}[/] on {summary['cluster']}: "
-                  f"{summary['jobs_completed']}/{summary['jobs']} jobs completed, {summary['rounds']} rounds")
-    table = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
     window = summary["window"]
     rows = [
         ("average JCT", hours(summary["average_jct"])),
@@ -181,10 +176,21 @@ def print_summary(summary: dict) -> None:
             f"{summary[f'solver_{k}_seconds_total']:.2f} s" for k in ("build", "translate", "solve")))]
           if summary["solver_solve_seconds_total"] > 0 else []),
     ]
+    _metrics(f"[bold]{summary['policy']}[/] with [bold]{summary['solver']}[/] on {summary['cluster']}: "
+             f"{summary['jobs_completed']}/{summary['jobs']} jobs completed, {summary['rounds']} rounds",
+             rows, summary["notes"])
+
+
+def _metrics(title: str, rows: list[tuple[str, str]], notes: list[str]) -> None:
+    """A run's title line, its (metric, value) table and its notes."""
+    console.print(title)
+    table = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
-    for note in summary["notes"]:
+    for note in notes:
         console.print(f"note: {note}")
 
 
@@ -193,11 +199,6 @@ def hours(seconds: float) -> str:
 
 
 def print_deadline_summary(s: dict) -> None:
-    console.print(f"[bold]{s['policy']}[/] on {s['cluster']} ({s['gpus']} GPUs), {s['slot_seconds']:g} s slots: "
-                  f"{s['jobs']} jobs, {s['decisions']} decisions")
-    table = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
     rows = [
         ("deadline satisfactory ratio", f"{s['deadline_satisfactory_ratio']:.3f}"),
         ("deadline jobs: on time / late / declined",
@@ -213,8 +214,5 @@ def print_deadline_summary(s: dict) -> None:
                                             f"{s['solver_seconds_total']:.2f} s"),
         ("wall time", f"{s['wall_seconds']:.2f} s"),
     ]
-    for name, value in rows:
-        table.add_row(name, value)
-    console.print(table)
-    for note in s["notes"]:
-        console.print(f"note: {note}")
+    _metrics(f"[bold]{s['policy']}[/] on {s['cluster']} ({s['gpus']} GPUs), {s['slot_seconds']:g} s slots: "
+             f"{s['jobs']} jobs, {s['decisions']} decisions", rows, s["notes"])
