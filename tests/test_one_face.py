@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_deadline_engine import write_inputs
 
 from allocators.deadline import DEADLINE_POLICIES
+from simulator.cluster import parse_cluster
 from simulator.deadline_simulate import simulate_deadlines
 from simulator.deadline_traces import read_deadline_trace
 from simulator.deadline_workload import DeadlineWorkload
@@ -20,9 +22,7 @@ from simulator.node_cluster import read_cluster_spec
 from simulator.outcomes import JOB_COLUMNS, SUMMARY_KEYS
 from simulator.simulate import simulate
 from simulator.workload import WorkloadError, build_workload
-from simulator.cluster import parse_cluster
 from simulator.workloads import DeadlineRule, as_deadline_workload, as_round_inputs, with_deadlines
-from tests.test_deadline_engine import write_inputs
 
 MATRIX = ("max_min_fairness_perf", "finish_time_fairness_perf", "shockwave", "elasticflow", "chronus", "edf",
           "dlas-gpu", "themis", "gandiva", "fifo")
