@@ -110,3 +110,19 @@ def test_capacity_and_gang_sizes_hold_for_random_workloads_under_random_policies
     finished = result.jobs["state"] == "finished"
     assert (result.jobs["finish"][finished] >= result.jobs["arrival"][finished]).all()
     assert (result.jobs["start"][finished] >= result.jobs["arrival"][finished] - 1e-9).all()
+
+
+JOB = st.tuples(st.integers(0, 600), st.integers(100, 30_000), st.integers(60, 20_000), st.sampled_from([1, 2, 4, 8]))
+
+
+@settings(max_examples=12)
+@given(jobs=st.lists(JOB, min_size=1, max_size=8), policy=st.sampled_from(MATRIX))
+def test_capacity_holds_and_every_job_ends_on_random_deadline_workloads(tmp_path_factory, jobs, policy):
+    rows = [(submit, iters, submit + slack, n) for submit, iters, slack, n in jobs]
+    trace, spec, tables = write_inputs(tmp_path_factory.mktemp("w"), rows, nodes=2, gpus_per_node=4)
+    result = simulate_deadlines(trace, spec, tables, policy=policy, slot=60.0)
+    busy = result.timeline["busy_gpus"] if policy in DEADLINE_POLICIES else result.timeline["busy_gpu"]
+    assert (busy <= 8).all()
+    assert set(result.jobs["state"]) <= ENDS
+    finished = result.jobs["state"] == "finished"
+    assert (result.jobs["jct"][finished] > 0).all()
