@@ -83,9 +83,9 @@ class DeadlineResult:
                 "overhead_seconds": overhead_seconds}
         keys = sorted({k for row in solves for k in row})
         solve_cols = {k: np.array([row.get(k, np.nan) for row in solves]) for k in keys}
-        timeline_cols = {"time": times, "busy_gpus": np.asarray(timeline.busy),
-                         "cluster_efficiency": np.asarray(timeline.efficiency),
-                         "running": np.asarray(timeline.running), "pending": np.asarray(timeline.pending)}
+        timeline_cols = {"start": times, "end": times + spans, "busy_gpus": np.asarray(timeline.busy),
+                         "running_jobs": np.asarray(timeline.running), "queued_jobs": np.asarray(timeline.pending),
+                         "cluster_efficiency": np.asarray(timeline.efficiency)}
         return cls(summary, jobs, timeline_cols, solve_cols)
 
     def write(self, out: str | os.PathLike) -> list[Path]:

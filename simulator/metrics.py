@@ -206,7 +206,7 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         "steps_done": rec.steps, "total_steps": tr.total_steps, "in_window": in_window,
         "failed_leases": rec.failed_leases, "failed": rec.failed,
     }
-    timeline = {"start": tl[:, 0], "end": tl[:, 1],
+    timeline = {"start": tl[:, 0], "end": tl[:, 1], "busy_gpus": tl[:, 2:2 + len(types)].sum(axis=1).astype(np.int64),
                 **{f"busy_{t}": tl[:, 2 + j].astype(np.int64) for j, t in enumerate(types)},
                 "running_jobs": tl[:, -2].astype(np.int64), "queued_jobs": tl[:, -1].astype(np.int64)}
     log = np.array(rec.solve_log, dtype=float).reshape(-1, 3 + len(SOLVE_SPLIT))
