@@ -426,6 +426,9 @@ def run_command(
 
     from simulator.workload import build_workload
 
+    if policy in DEADLINE_POLICIES:
+        raise ValueError(f"run executes round policies for now; {policy} plans GPU counts per slot and runs "
+                         f"under `schedopt simulate`")
     if model_size not in MODEL_SIZES:
         raise ValueError(f"--model-size {model_size!r}: expected one of {', '.join(MODEL_SIZES)}")
     if address is not None and slots is not None:

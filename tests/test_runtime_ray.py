@@ -188,6 +188,14 @@ def test_cli_run_without_ray_says_what_to_install(tmp_path, monkeypatch):
     assert 'pip install -e ".[runtime]"' in result.output
 
 
+def test_cli_run_names_a_slot_policy_it_cannot_execute_yet(tmp_path):
+    trace, _ = write_jobs(tmp_path, JOBS[:1])
+    result = CliRunner().invoke(app, ["run", "--trace", trace.source, "--policy", "edf"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1
+    assert "edf" in lines[0] and "schedopt simulate" in lines[0]
+
+
 def test_fidelity_compares_job_by_job_and_on_the_summary(tmp_path):
     trace, table = write_jobs(tmp_path, JOBS)
     fast = run(trace, table, SimulatedExecutor())
