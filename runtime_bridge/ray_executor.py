@@ -60,7 +60,7 @@ LEASE_FAILURES = (
 @dataclass(frozen=True)
 class LeaseRecord:
     """One lease as it ran: the round (from 1), its simulated start, the job, its GPUs,
-    the planned steps, the step counter it resumed from and the steps trained in
+    the planned steps and their simulated seconds, the step counter it resumed from and the steps trained in
     ``seconds`` of wall clock (None / 0 when it failed), the steps credited, and why it
     failed ("" when it did not)."""
 
@@ -69,6 +69,7 @@ class LeaseRecord:
     job: int
     gpus: int
     planned: int
+    planned_seconds: float
     start_step: int | None
     trained: int
     seconds: float
@@ -167,7 +168,7 @@ class RayExecutor(Executor):
         for i, ref in enumerate(refs):
             job, planned = int(leases.jobs[i]), int(leases.steps[i])
             record = {"round": self.rounds, "start": leases.start, "job": job, "gpus": int(leases.gpus[i]),
-                      "planned": planned}
+                      "planned": planned, "planned_seconds": float(leases.seconds[i])}
             reason = "" if ref in ended else f"lease did not end within {timeout:.1f} s (cancelled)"
             if not reason:
                 try:
@@ -197,6 +198,16 @@ class RayExecutor(Executor):
             trained[lease.job] += lease.trained
             seconds[lease.job] += lease.seconds
         return np.divide(trained, seconds, out=np.full(trained.shape, np.nan), where=seconds > 0)
+
+    def table_rates(self) -> np.ndarray:
+        """Steps per simulated second each job's successful leases were planned at (the
+        throughput table's rate at the GPUs it held; NaN where none)."""
+        planned, seconds = np.zeros(len(self.specs)), np.zeros(len(self.specs))
+        for lease in self.log:
+            if not lease.failed:
+                planned[lease.job] += lease.planned
+                seconds[lease.job] += lease.planned_seconds
+        return np.divide(planned, seconds, out=np.full(planned.shape, np.nan), where=seconds > 0)
 
     def close(self) -> None:
         """Stop Ray if this executor started it."""

@@ -7,7 +7,6 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
 import typer
 from rich import box
 from rich.console import Console
@@ -49,7 +48,6 @@ from .output import (
     err,
     print_allocation,
     print_fidelity,
-    print_summary,
     progress_bar,
     show_result,
 )
@@ -390,8 +388,10 @@ def _table_for(workload, trace: Path, builtin):
 @app.command("run")
 @user_errors
 def run_command(
-    trace: Path = typer.Option(..., help="Job trace (Gavel's 10-column or legacy 7-column format)."),
-    policy: str = typer.Option("max_min_fairness_perf", help="Policy name (see `schedopt policies`)."),
+    trace: Path = typer.Option(..., help=(
+        "Job trace: Gavel's 10/7-column or Shockwave's 12-column format, or with --cluster-spec and "
+        "--throughput-dir an ElasticFlow / ITP deadline trace.")),
+    policy: str = typer.Option("max_min_fairness_perf", help="Any policy of `schedopt policies`."),
     solver: str = typer.Option("auto", help="auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | "
                                              "gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
     cluster: str | None = typer.Option(None, help=(
@@ -405,7 +405,13 @@ def run_command(
     slots: int | None = typer.Option(None, help=(
         "GPU slots of the local Ray (emulated on CPUs where there is no GPU) \\[default: the cluster's GPUs].")),
     model_size: str = typer.Option("tiny", help="tiny | small | base: the reference models standing in for the jobs."),
-    round_length: float = typer.Option(360.0, "--round", help="Round length in simulated seconds."),
+    round_length: float = typer.Option(360.0, "--round", help="Round policies: round length in simulated seconds."),
+    slot: float = typer.Option(60.0, help="Slot policies (elasticflow, edf, ...): slot length in simulated seconds."),
+    deadlines: str | None = typer.Option(None, help=(
+        "Slot policies on a trace without deadlines: arrival + uniform:LO:HI x the isolated duration.")),
+    gpus_per_server: int = typer.Option(1, help="GPUs per server (placement)."),
+    cluster_spec: Path | None = typer.Option(None, help="Deadline traces: cluster spec CSV (ElasticFlow's format)."),
+    throughput_dir: Path | None = typer.Option(None, help="Deadline traces: directory of per-model iteration tables."),
     out: Path | None = typer.Option(None, help=(
         "Write jobs.csv, timeline.csv, solves.csv, summary.json and the jobs' checkpoints/ into DIR.")),
     compare_simulation: bool = typer.Option(False, "--compare-simulation", help=(
@@ -413,10 +419,11 @@ def run_command(
         "(written to fidelity.csv).")),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on a terminal."),
 ) -> None:
-    """Run a trace for real: the simulator's rounds, each leased job training a reference PyTorch model in a Ray
-    task that holds its GPUs; reports what `simulate` does plus measured against table steps/s per job."""
+    """Run a trace for real under any policy: the simulator's rounds or slots, each leased job training a
+    reference PyTorch model in a Ray task that holds its GPUs; reports what `simulate` does plus measured
+    against planned steps/s per job."""
     try:
-        from runtime_bridge.ray_executor import RayExecutor
+        from runtime_bridge.real_run import DeadlineInputs, run_for_real
         from runtime_bridge.workloads import MODEL_SIZES
     except ModuleNotFoundError as exc:
         if exc.name not in ("torch", "ray"):
@@ -424,66 +431,54 @@ def run_command(
         raise ValueError('run needs PyTorch and Ray: pip install -e ".[runtime]"') from None
     import tempfile
 
-    from simulator.workload import build_workload
-
-    if policy in DEADLINE_POLICIES:
-        raise ValueError(f"run executes round policies for now; {policy} plans GPU counts per slot and runs "
-                         f"under `schedopt simulate`")
     if model_size not in MODEL_SIZES:
         raise ValueError(f"--model-size {model_size!r}: expected one of {', '.join(MODEL_SIZES)}")
     if address is not None and slots is not None:
         raise ValueError("--slots is for a local Ray; the cluster at --address brings its own GPUs or slots")
     if out is not None and out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a directory")
-    jobs = read_trace(trace)
-    if jobs.adaptive:
-        raise ValueError(f"{trace}: jobs that adapt their batch size (accordion / gns) cannot run for real yet")
-    table = read_gavel_json(throughputs) if throughputs else _table_for(jobs, trace, example_table())
-    spec = parse_cluster(cluster or f"{table.worker_types[0]}={slots or 1}")
-    if policy_class(policy).uses_pairs:
+    if policy not in POLICIES and policy not in DEADLINE_POLICIES:
+        raise UnknownPolicyError(f"unknown policy {policy!r}; known: {', '.join(sorted({*POLICIES, *DEADLINE_POLICIES}))}")
+    if policy in POLICIES and policy_class(policy).uses_pairs:
         raise ValueError(f"policy {policy!r} co-locates jobs on shared GPUs, which run does not support yet")
-    solver_spec = default_solver(policy) if solver == "auto" else solver
-    config = SimulationConfig(round_length=round_length)
-    replans = issubclass(POLICIES.get(policy, object), RoundPlanner)
-
-    def simulated(executor=None, report=None):
-        return run_simulation(jobs, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
-                              config=config, progress=report, executor=executor)
-
+    slotted = policy in DEADLINE_POLICIES
+    solver_spec = ("highs" if slotted else default_solver(policy)) if solver == "auto" else solver
+    config = SimulationConfig(round_length=round_length, gpus_per_server=gpus_per_server)
+    if cluster_spec is not None or throughput_dir is not None:
+        if cluster_spec is None or throughput_dir is None:
+            raise ValueError("a deadline trace run needs both --cluster-spec and --throughput-dir")
+        if deadlines is not None:
+            raise ValueError(f"--deadlines: {trace} is a deadline trace and brings its own deadlines")
+        jobs = DeadlineInputs(trace, cluster_spec, throughput_dir)
+        args = {"solver": solver_spec, "slot": slot, "round_config": config}
+    else:
+        jobs = read_trace(trace)
+        if jobs.adaptive:
+            raise ValueError(f"{trace}: jobs that adapt their batch size (accordion / gns) cannot run for real yet")
+        table = read_gavel_json(throughputs) if throughputs else _table_for(jobs, trace, example_table())
+        spec = parse_cluster(cluster or f"{table.worker_types[0]}={slots or 1}")
+        args = {"solver": solver_spec, "cluster": spec, "throughputs": table, "config": config,
+                "deadlines": deadlines, "slot": slot}
     with tempfile.TemporaryDirectory(prefix="schedopt-run-") as scratch:
         folder = out / "checkpoints" if out is not None else Path(scratch)
-        with RayExecutor(jobs.job_types, folder, time_scale=time_scale, model_size=model_size, address=address,
-                         slots=slots or int(spec.gpus.sum())) as executor:
-            if int(spec.gpus.sum()) > executor.capacity:
-                raise ValueError(f"cluster {spec} has {int(spec.gpus.sum())} GPUs; the Ray cluster holds "
-                                 f"{executor.capacity} {'GPUs' if executor.uses_gpus else 'slots'}")
-            with progress_bar(progress, "re-plans" if replans else "solves") as report:
-                result = simulated(executor, report)
-            measured = executor.measured_rates()
-    most = np.argmax(np.stack([result.jobs[f"gpu_seconds_{t}"] for t in spec.worker_types], axis=1), axis=1)
-    listed = build_workload(jobs, spec, table).rates[np.arange(len(jobs)), most]
-    result.jobs.update(measured_steps_per_second=measured, table_steps_per_second=listed,
-                       measured_over_table=np.divide(measured, listed, out=np.full(listed.shape, np.nan),
-                                                     where=listed > 0))
-    result.summary.update(executor="ray", time_scale=time_scale, model_size=model_size)
-    print_summary(result.summary)
+        with progress_bar(progress, "decisions" if slotted else "solves") as report:
+            run = run_for_real(jobs, policy=policy, checkpoints=folder, time_scale=time_scale,
+                               model_size=model_size, address=address, slots=slots,
+                               compare_simulation=compare_simulation, progress=report, **args)
+    result = run.result
+    show_result(result, None)
     console.print(f"leases failed: {result.summary['failed_leases']} ({result.summary['redone_gpu_seconds']:,.0f} "
                   f"GPU-seconds to redo); jobs failed: {result.summary['jobs_failed']}")
-    fidelity = None
-    if compare_simulation:
-        from runtime_bridge.fidelity import compare
-
-        fidelity = compare(result, simulated())
-        result.summary.update(fidelity.summary_fields())
-        print_fidelity(fidelity)
+    if run.fidelity is not None:
+        print_fidelity(run.fidelity)
     if out is not None:
         for path in result.write(out):
             console.print(f"wrote {path}")
-        if fidelity is not None:
+        if run.fidelity is not None:
             from simulator.metrics import csv_text
 
             path = out / "fidelity.csv"
-            write_atomically(path, csv_text(fidelity.jobs))
+            write_atomically(path, csv_text(run.fidelity.jobs))
             console.print(f"wrote {path}")
 
 

@@ -13,6 +13,13 @@ counts; jobs are placed on nodes (:mod:`simulator.buddy`), and the overhead of t
 interval is charged as the policy's published rule says (:mod:`simulator.overheads`).
 
 A late job keeps running and counts as missed when it finishes; a declined job never runs.
+
+Crediting goes through the engine's :class:`~simulator.executor.Executor`, the same contract
+as the round engine's: each interval's holders are one :class:`~simulator.executor.Leases`
+(planned: the whole steps its progress crosses), credited with what the executor reports
+(a failed lease credits nothing; :data:`~simulator.executor.MAX_FAILED_LEASES` of them end the job
+as failed). The default :class:`~simulator.executor.SimulatedExecutor` credits exact fractional
+progress without building leases.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from .buddy import RankSetCache, place
 from .deadline_metrics import DeadlineResult
 from .deadline_workload import DeadlineWorkload
 from .engine import SimulationError
+from .executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor
 from .overheads import OverheadModel
 
 #: ``progress(now, done, total, decisions, last_decision_seconds)``
@@ -62,8 +70,11 @@ class _Timeline:
 
 
 class DeadlineEngine:
-    def __init__(self, workload: DeadlineWorkload, policy: DeadlinePolicy, config: DeadlineConfig | None = None):
+    def __init__(self, workload: DeadlineWorkload, policy: DeadlinePolicy, config: DeadlineConfig | None = None,
+                 executor: Executor | None = None):
         self.workload = workload
+        self.executor = executor or SimulatedExecutor()
+        self._simulated = type(self.executor) is SimulatedExecutor
         self.policy = policy
         self.config = config or DeadlineConfig()
         w = workload
@@ -85,6 +96,9 @@ class DeadlineEngine:
         self.overhead_total = np.zeros(J)
         self.unschedulable = np.zeros(J, dtype=bool)
         self.preemptions = np.zeros(J, dtype=np.int64)
+        self.failed_leases = np.zeros(J, dtype=np.int64)
+        self.redone_gpu_seconds = 0.0
+        self.failures: dict[int, str] = {}
 
     def run(self, progress: Progress | None = None) -> DeadlineResult:
         v, w = self.view, self.workload
@@ -141,11 +155,13 @@ class DeadlineEngine:
             first_start=self.first_start, state=v.state.copy(), overhead_seconds=self.overhead_total,
             timeline=timeline, decision_seconds=np.asarray(decision_seconds), decisions=v.decisions,
             wall_seconds=_time.perf_counter() - started, unschedulable=self.unschedulable,
-            preemptions=self.preemptions,
+            preemptions=self.preemptions, failed_leases=self.failed_leases,
+            redone_gpu_seconds=self.redone_gpu_seconds, failures=self.failures,
         )
 
     def _credit(self, start: float, end: float) -> None:
-        """Progress of the jobs holding GPUs over [start, end]."""
+        """Progress of the jobs holding GPUs over [start, end]: ``rate × (end − start − overhead)``
+        iterations, or what the executor reports for the interval's leases."""
         v = self.view
         jobs = np.flatnonzero(v.gpus > 0)
         if not jobs.size or end <= start:
@@ -155,9 +171,14 @@ class DeadlineEngine:
         lost = np.minimum(self.overhead_due[jobs], end - start)
         run = (end - start) - lost
         need = v.remaining[jobs] / rate
-        finishing = need <= run + _EPS
+        if self._simulated:
+            finishing = need <= run + _EPS
+            v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - run * rate)
+        else:
+            credited, failed = self._execute(start, jobs, n, rate, lost, np.minimum(need, run))
+            finishing = ~failed & (credited >= v.remaining[jobs] - _EPS)
+            v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - credited)
         ran = np.where(finishing, need, run)
-        v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - run * rate)
         v.executed[jobs] += ran
         v.attained[jobs] += ran * n
         self.overhead_total[jobs] += lost
@@ -166,6 +187,34 @@ class DeadlineEngine:
         self.finish[done] = start + lost[finishing] + need[finishing]
         v.state[done] = JobState.DONE
         v.gpus[done] = 0
+
+    def _execute(self, start: float, jobs: np.ndarray, n: np.ndarray, rate: np.ndarray, lost: np.ndarray,
+                 seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The interval's leases run by the executor: (iterations credited, failed) per job. A lease
+        plans the whole steps its progress ``rate × seconds`` crosses (all that remain for a job
+        finishing in it), so a job that did every planned step has trained ⌊progress⌋ steps; one
+        that does them is credited the interval's exact progress, one that does fewer its steps. A
+        job with :data:`MAX_FAILED_LEASES` failed leases ends as failed."""
+        v = self.view
+        work = seconds * rate
+        done = v.iterations[jobs] - v.remaining[jobs]
+        trained = np.floor(done + _EPS)
+        ending = work >= v.remaining[jobs] - _EPS
+        planned = (np.where(ending, v.iterations[jobs], np.floor(done + work + _EPS)) - trained).astype(np.int64)
+        leases = Leases(start, jobs, np.zeros(jobs.size, dtype=np.int64), n, planned, seconds)
+        outcome = self.executor.execute(leases)
+        outcome.check(leases)
+        failed = outcome.failed
+        if failed.any():
+            self.failed_leases[jobs[failed]] += 1
+            self.redone_gpu_seconds += float((seconds[failed] * n[failed]).sum())
+            dead = jobs[failed & (self.failed_leases[jobs] >= MAX_FAILED_LEASES)]
+            for job in dead.tolist():
+                self.failures[job] = outcome.reasons[job]
+            v.state[dead] = JobState.FAILED
+            v.gpus[dead] = 0
+        credited = np.where(outcome.steps >= planned, work, outcome.steps)
+        return np.where(failed, 0.0, credited), failed
 
     def _admit(self, arrivals: np.ndarray) -> None:
         v = self.view

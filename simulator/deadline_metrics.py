@@ -34,10 +34,12 @@ class DeadlineResult:
     def build(cls, *, workload, policy: DeadlinePolicy, slot: float, overhead, finish: np.ndarray,
               first_start: np.ndarray, state: np.ndarray, overhead_seconds: np.ndarray, timeline,
               decision_seconds: np.ndarray, decisions: int, wall_seconds: float,
-              unschedulable: np.ndarray, preemptions: np.ndarray) -> DeadlineResult:
+              unschedulable: np.ndarray, preemptions: np.ndarray, failed_leases: np.ndarray,
+              redone_gpu_seconds: float, failures: dict[int, str]) -> DeadlineResult:
         w = workload
         done = state == JobState.DONE
         declined = state == JobState.DECLINED
+        failed = state == JobState.FAILED
         times = np.asarray(timeline.time, dtype=float)
         spans = np.diff(times, append=times[-1]) if times.size else times
         G = float(w.total_gpus)
@@ -54,11 +56,13 @@ class DeadlineResult:
         if unschedulable.any():
             notes.append(f"{int(unschedulable.sum())} job(s) could never run (no allowed GPU count on this "
                          f"cluster) and count as declined")
+        notes += [f"job {w.job_ids[j]} failed after {int(failed_leases[j])} failed leases; last: {reason}"
+                  for j, reason in failures.items()]
         solves = policy.solve_log()
         makespan = float(np.nanmax(finish) - w.submit.min()) if done.any() else 0.0
         common_jobs, common = outcome_metrics(
             arrival=w.submit, deadline=w.deadline, start=first_start, finish=finish, done=done, declined=declined,
-            isolated_runtime=isolated, rho=rho, gpus=G, makespan=makespan,
+            failed=failed, failed_leases=failed_leases, isolated_runtime=isolated, rho=rho, gpus=G, makespan=makespan,
             busy_gpu_seconds=float((np.asarray(timeline.busy) * spans).sum()),
             efficiency_seconds=float((np.asarray(timeline.efficiency) * spans).sum() * G),
             preemptions=preemptions, solve_seconds=decision_seconds)
@@ -72,6 +76,7 @@ class DeadlineResult:
             "best_effort_jobs": int(w.best_effort.sum()),
             **common,
             "overhead_seconds_total": float(overhead_seconds.sum()),
+            "redone_gpu_seconds": redone_gpu_seconds,
             "decisions": decisions,
             "programs_solved": len(solves),
             "wall_seconds": wall_seconds,
@@ -79,7 +84,7 @@ class DeadlineResult:
         }
         jobs = {"job_id": w.job_ids, "model": w.trace.model, "batch_size": w.trace.batch_size,
                 "requested_gpus": w.requested, "best_effort": w.best_effort.astype(int),
-                "state": job_states(done, declined, np.zeros_like(done)), **common_jobs,
+                "state": job_states(done, declined, failed), **common_jobs,
                 "overhead_seconds": overhead_seconds}
         keys = sorted({k for row in solves for k in row})
         solve_cols = {k: np.array([row.get(k, np.nan) for row in solves]) for k in keys}

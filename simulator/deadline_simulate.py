@@ -40,6 +40,7 @@ def simulate_deadlines(
     overhead: OverheadModel | None = None,
     progress: Progress | None = None,
     round_config=None,
+    executor=None,
     **policy_params,
 ):
     """Replay ``trace`` on ``cluster`` under ``policy``. ``gpu_type`` selects ElasticFlow's
@@ -49,7 +50,8 @@ def simulate_deadlines(
     A round policy (Gavel's, Shockwave's) runs the same workload on the round engine
     (:func:`simulator.workloads.as_round_inputs`; ``round_config``: its
     :class:`~simulator.engine.SimulationConfig`, GPUs per server from the cluster) and returns a
-    :class:`~simulator.metrics.SimulationResult`."""
+    :class:`~simulator.metrics.SimulationResult`. ``executor`` runs each interval's leases
+    (default: simulated)."""
     table = throughputs if isinstance(throughputs, IterationTable) else read_throughput_dir(throughputs)
     if gpu_type is None:
         gpu_type = gpu_type_of(table.directory)
@@ -68,22 +70,23 @@ def simulate_deadlines(
         rtrace, rcluster, rtable, per_server = as_round_inputs(workload)
         config = replace(round_config or SimulationConfig(), gpus_per_server=per_server)
         result = simulate(rtrace, policy=policy, solver=solver, cluster=rcluster, throughputs=rtable, config=config,
-                          options=options, progress=progress, policy_params=policy_params)
+                          options=options, progress=progress, policy_params=policy_params, executor=executor)
         result.summary["notes"].insert(0, f"{jobs.source} on the round engine: {rcluster} in servers of "
                                           f"{per_server}, each job on its requested GPUs, deadlines from the trace")
         return result
     if policy not in DEADLINE_POLICIES:
         raise UnknownPolicyError(f"unknown policy {policy!r}; known: "
                                  f"{', '.join(sorted({*POLICIES, *DEADLINE_POLICIES}))}")
-    return run_deadline_workload(workload, policy, solver, options, slot, overhead, progress, **policy_params)
+    return run_deadline_workload(workload, policy, solver, options, slot, overhead, progress, executor=executor,
+                                 **policy_params)
 
 
 def run_deadline_workload(workload: DeadlineWorkload, policy: str, solver: str, options: SolveOptions | None,
                           slot: float, overhead: OverheadModel | None = None, progress: Progress | None = None,
-                          notes: list[str] | None = None, **policy_params) -> DeadlineResult:
+                          notes: list[str] | None = None, executor=None, **policy_params) -> DeadlineResult:
     """``policy`` on ``workload`` on the slotted engine; ``notes`` go to the summary's notes."""
     pol = make_deadline_policy(policy, solver, options, **policy_params)
-    result = DeadlineEngine(workload, pol, DeadlineConfig(slot=slot, overhead=overhead)).run(progress)
+    result = DeadlineEngine(workload, pol, DeadlineConfig(slot=slot, overhead=overhead), executor).run(progress)
     result.summary["notes"] = [*(notes or []), *result.summary["notes"]]
     return result
 

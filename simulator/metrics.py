@@ -204,7 +204,7 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         **{f"gpu_seconds_{t}": rec.gpu_seconds[:, j] for j, t in enumerate(types)},
         "preemptions": rec.preemptions, "lease_extensions": rec.lease_extensions,
         "steps_done": rec.steps, "total_steps": tr.total_steps, "in_window": in_window,
-        "failed_leases": rec.failed_leases, "failed": rec.failed,
+        "failed": rec.failed,
     }
     timeline = {"start": tl[:, 0], "end": tl[:, 1], "busy_gpus": tl[:, 2:2 + len(types)].sum(axis=1).astype(np.int64),
                 **{f"busy_{t}": tl[:, 2 + j].astype(np.int64) for j, t in enumerate(types)},
@@ -221,7 +221,8 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
     deadline = workload.slo_deadlines()
     common_jobs, common = outcome_metrics(
         arrival=tr.arrival_times, deadline=deadline, start=rec.first_start, finish=rec.finish, done=done,
-        declined=np.zeros(ids.size, dtype=bool), isolated_runtime=rec.isolated_runtime, rho=rho, gpus=gpus,
+        declined=np.zeros(ids.size, dtype=bool), failed=rec.failed, failed_leases=rec.failed_leases,
+        isolated_runtime=rec.isolated_runtime, rho=rho, gpus=gpus,
         makespan=makespan, busy_gpu_seconds=float(rec.busy_gpu_seconds.sum()),
         efficiency_seconds=_efficiency_seconds(workload, rec.gpu_seconds), preemptions=rec.preemptions,
         solve_seconds=solves["seconds"], counted=in_window)
@@ -232,7 +233,6 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         "overhead": config.overhead, "seed": config.seed, "gavel_compat": config.gavel_compat,
         "window": list(config.window) if config.window else None,
         "jobs": int(workload.num_jobs), "jobs_completed": int(done.sum()), "window_jobs_completed": int(win.sum()),
-        "jobs_failed": int(rec.failed.sum()), "failed_leases": int(rec.failed_leases.sum()),
         "redone_gpu_seconds": rec.redone_gpu_seconds,
         "average_jct": float(jct[done].mean()) if done.any() else math.nan,
         "average_jct_window": float(jct[win].mean()) if win.any() else math.nan,

@@ -3,7 +3,8 @@
 Per job (``JOB_COLUMNS``): arrival, deadline (inf: none), requested GPUs, state, first start,
 finish, JCT, queueing delay (first start − arrival), isolated run time (alone on its requested
 GPUs of its reference type), Gavel's ρ, Shockwave's FTF, whether it met its deadline (1 / 0; −1
-without one) and its preemptions (times it lost its GPUs while unfinished).
+without one), its preemptions (times it lost its GPUs while unfinished) and its failed leases
+(on a real executor).
 
 Per run (``SUMMARY_KEYS``):
 
@@ -15,10 +16,11 @@ Per run (``SUMMARY_KEYS``):
   (isolated run time × max(1, N / G)); ``*_unfair_fraction``: share of jobs above 1.05;
 - deadlines: ``deadline_satisfactory_ratio`` = deadline jobs finished by their deadline / deadline
   jobs (declined ones count as missed), with ``deadline_jobs``, ``accepted``, ``declined``,
-  ``finished_on_time``, ``finished_late``, ``unfinished``; ``best_effort_average_jct`` over jobs
+  ``finished_on_time``, ``finished_late``, ``unfinished`` (neither finished, declined nor failed); ``best_effort_average_jct`` over jobs
   without a deadline;
 - ``cluster_efficiency_mean`` = time average of Σ_running rate(n) / rate(1) over the GPUs
   (ElasticFlow's CE; 1 = every GPU as useful as a job's first);
+- ``jobs_failed`` (their leases failed too often on a real executor) and ``failed_leases``;
 - ``preemptions``; ``solver_seconds_p50`` / ``_p99`` / ``_total`` of the policy's decisions.
 """
 
@@ -31,13 +33,13 @@ import numpy as np
 UNFAIR = 1.05
 
 JOB_COLUMNS = ("job_id", "arrival", "deadline", "requested_gpus", "state", "start", "finish", "jct",
-               "queueing_delay", "isolated_runtime", "rho", "ftf", "met_deadline", "preemptions")
+               "queueing_delay", "isolated_runtime", "rho", "ftf", "met_deadline", "preemptions", "failed_leases")
 
 SUMMARY_KEYS = ("jobs", "jobs_completed", "average_jct", "median_jct", "p99_jct", "queueing_delay_mean",
                 "queueing_delay_p999", "makespan", "utilization", "rho_mean", "rho_worst", "unfair_fraction",
                 "ftf_mean", "ftf_worst", "ftf_unfair_fraction", "deadline_jobs", "deadline_satisfactory_ratio",
                 "accepted", "declined", "finished_on_time", "finished_late", "unfinished",
-                "best_effort_average_jct", "cluster_efficiency_mean", "preemptions", "solver_seconds_p50",
+                "best_effort_average_jct", "cluster_efficiency_mean", "jobs_failed", "failed_leases", "preemptions", "solver_seconds_p50",
                 "solver_seconds_p99", "solver_seconds_total")
 
 
@@ -46,7 +48,8 @@ def _stat(values: np.ndarray, fn) -> float:
 
 
 def outcome_metrics(*, arrival: np.ndarray, deadline: np.ndarray, start: np.ndarray, finish: np.ndarray,
-                    done: np.ndarray, declined: np.ndarray, isolated_runtime: np.ndarray, rho: np.ndarray,
+                    done: np.ndarray, declined: np.ndarray, failed: np.ndarray, failed_leases: np.ndarray,
+                    isolated_runtime: np.ndarray, rho: np.ndarray,
                     gpus: float, makespan: float, busy_gpu_seconds: float, efficiency_seconds: float,
                     preemptions: np.ndarray, solve_seconds: np.ndarray, counted: np.ndarray | None = None,
                     on_time: np.ndarray | None = None) -> tuple[dict, dict]:
@@ -80,9 +83,10 @@ def outcome_metrics(*, arrival: np.ndarray, deadline: np.ndarray, start: np.ndar
         "deadline_satisfactory_ratio": float((met & has_deadline).sum() / n_deadline) if n_deadline else math.nan,
         "accepted": int((has_deadline & ~declined).sum()), "declined": int((has_deadline & declined).sum()),
         "finished_on_time": int((has_deadline & met).sum()), "finished_late": int((has_deadline & done & ~met).sum()),
-        "unfinished": int((~done & ~declined).sum()),
+        "unfinished": int((~done & ~declined & ~failed).sum()),
         "best_effort_average_jct": _stat(jct[be], np.mean),
         "cluster_efficiency_mean": efficiency_seconds / (gpus * makespan) if gpus * makespan > 0 else 0.0,
+        "jobs_failed": int(failed.sum()), "failed_leases": int(failed_leases.sum()),
         "preemptions": int(preemptions.sum()),
         "solver_seconds_p50": _stat(solve_seconds, np.median) if solve_seconds.size else 0.0,
         "solver_seconds_p99": float(np.percentile(solve_seconds, 99)) if solve_seconds.size else 0.0,
@@ -90,7 +94,8 @@ def outcome_metrics(*, arrival: np.ndarray, deadline: np.ndarray, start: np.ndar
     }
     columns = {"arrival": arrival, "deadline": deadline, "start": start, "finish": finish, "jct": jct,
                "queueing_delay": queued, "isolated_runtime": isolated_runtime, "rho": rho, "ftf": ftf,
-               "met_deadline": np.where(has_deadline, met.astype(int), -1), "preemptions": preemptions}
+               "met_deadline": np.where(has_deadline, met.astype(int), -1), "preemptions": preemptions,
+               "failed_leases": failed_leases}
     return columns, summary
 
 

@@ -69,7 +69,7 @@ def simulate(
     ``gavel_compat``, ...) build the :class:`SimulationConfig` when ``config`` is None,
     whose ``seed`` is also the solver's random seed unless ``options`` sets one;
     ``policy_params`` go to the policy's constructor (e.g. ``config`` for ``shockwave``);
-    ``executor`` runs each round's leases (default: simulated, every planned step done).
+    ``executor`` runs each round's (or slot's) leases (default: simulated, every planned step done).
 
     A deadline policy (``elasticflow``, ``edf``, ...) runs the same workload on the slotted
     engine (:func:`simulator.workloads.as_deadline_workload`: one GPU type, ``gpus_per_server``-GPU
@@ -103,7 +103,7 @@ def simulate(
                          "their first batch size")
         return run_deadline_workload(as_deadline_workload(workload, per_server, policy), policy,
                                      "highs" if solver == "auto" else solver, options, slot, progress=progress,
-                                     notes=notes)
+                                     notes=notes, executor=executor)
     options = options or SolveOptions()
     if options.seed is None:
         options = replace(options, seed=config.seed)

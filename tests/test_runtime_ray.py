@@ -22,6 +22,7 @@ from runtime_bridge.ray_executor import RayExecutor  # noqa: E402
 from schedopt.cli import app  # noqa: E402
 from simulator.cluster import parse_cluster  # noqa: E402
 from simulator.engine import Engine, SimulationConfig  # noqa: E402
+from simulator.simulate import simulate  # noqa: E402
 from simulator.executor import MAX_FAILED_LEASES, SimulatedExecutor  # noqa: E402
 from simulator.throughputs import ThroughputTable, write_gavel_json  # noqa: E402
 from simulator.traces import read_trace  # noqa: E402
@@ -183,17 +184,64 @@ def test_cli_run_without_ray_says_what_to_install(tmp_path, monkeypatch):
     trace, _ = write_jobs(tmp_path, JOBS[:1])
     monkeypatch.setitem(sys.modules, "ray", None)
     monkeypatch.delitem(sys.modules, "runtime_bridge.ray_executor")
+    monkeypatch.delitem(sys.modules, "runtime_bridge.real_run", raising=False)
     result = CliRunner().invoke(app, ["run", "--trace", trace.source])
     assert result.exit_code == 2
     assert 'pip install -e ".[runtime]"' in result.output
 
 
-def test_cli_run_names_a_slot_policy_it_cannot_execute_yet(tmp_path):
-    trace, _ = write_jobs(tmp_path, JOBS[:1])
-    result = CliRunner().invoke(app, ["run", "--trace", trace.source, "--policy", "edf"])
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert result.exit_code == 2 and len(lines) == 1
-    assert "edf" in lines[0] and "schedopt simulate" in lines[0]
+def slot_run(trace, table, executor, policy="edf"):
+    """``policy`` on the slotted engine, deadlines drawn at 2-3x each job's isolated duration."""
+    return simulate(trace, policy=policy, cluster="cpu=2", throughputs=table, deadlines="uniform:2:3",
+                    slot=ROUND, executor=executor)
+
+
+@pytest.mark.parametrize("policy", ["edf", "elasticflow"])
+def test_slot_policies_train_for_real_on_the_simulated_schedule(tmp_path, policy):
+    trace, table = write_jobs(tmp_path, JOBS)
+    simulated = slot_run(trace, table, None, policy)
+    with RayExecutor(trace.job_types, tmp_path / "ckpt", time_scale=SCALE) as executor:
+        real = slot_run(trace, table, executor, policy)
+    failures = [lease.reason for lease in executor.log if lease.reason]
+    assert real.summary["failed_leases"] == 0, failures
+    assert real.jobs["state"].tolist() == simulated.jobs["state"].tolist()
+    assert real.summary["jobs_completed"] == simulated.summary["jobs_completed"] >= 3
+    np.testing.assert_allclose(real.jobs["finish"], simulated.jobs["finish"])
+    assert real.summary["deadline_satisfactory_ratio"] == simulated.summary["deadline_satisfactory_ratio"]
+    for job in np.flatnonzero(real.jobs["state"] == "finished"):
+        trained = sum(lease.trained for lease in executor.log if lease.job == job)
+        assert load_checkpoint(executor.checkpoint(job))["step"] == trained == JOBS[job][2]
+    finished = real.jobs["state"] == "finished"
+    np.testing.assert_allclose(executor.table_rates()[finished], RATE)
+
+
+def test_a_slot_policy_job_whose_leases_keep_failing_ends_failed_with_the_reason(tmp_path):
+    trace, table = write_jobs(tmp_path, JOBS[:2])
+    with RayExecutor(trace.job_types, tmp_path / "ckpt", time_scale=SCALE) as executor:
+        executor.checkpoint(0).write_bytes(b"not a checkpoint")
+        result = slot_run(trace, table, executor)
+    assert [lease.failed for lease in executor.log if lease.job == 0] == [True] * MAX_FAILED_LEASES
+    assert result.summary["jobs_failed"] == 1 and result.summary["jobs_completed"] == 1
+    assert result.summary["unfinished"] == 0
+    assert result.jobs["state"].tolist() == ["failed", "finished"]
+    assert any(n.startswith(f"job 0 failed after {MAX_FAILED_LEASES} failed leases; last: CheckpointError")
+               for n in result.summary["notes"])
+
+
+def test_cli_runs_a_slot_policy_for_real(tmp_path):
+    trace, table = write_jobs(tmp_path, JOBS[:2])
+    write_gavel_json(table, tmp_path / "table.json")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", "--trace", trace.source, "--throughputs", str(tmp_path / "table.json"),
+                                      "--policy", "edf", "--deadlines", "uniform:2:3", "--cluster", "cpu=2",
+                                      "--slot", str(ROUND), "--time-scale", str(SCALE), "--out", str(out),
+                                      "--compare-simulation", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["policy"] == "edf" and summary["jobs_completed"] == 2 and summary["executor"] == "ray"
+    assert summary["mean_abs_jct_difference"] == 0.0
+    header = (out / "jobs.csv").read_text().splitlines()[0].split(",")
+    assert {"measured_over_table", "state", "met_deadline"} <= set(header)
 
 
 def test_fidelity_compares_job_by_job_and_on_the_summary(tmp_path):

@@ -31,6 +31,8 @@ class JobState(IntEnum):
     RUNNING = 2
     DONE = 3
     DECLINED = 4
+    #: its leases failed too often on a real executor (never in simulation)
+    FAILED = 5
 
 
 class Charge(str, Enum):

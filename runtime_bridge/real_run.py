@@ -1,0 +1,83 @@
+"""``schedopt run``: any policy's plan executed for real by a :class:`RayExecutor`.
+
+The run is the simulator's own (:func:`simulator.simulate.simulate` for a Gavel / Shockwave trace,
+:func:`simulator.deadline_simulate.simulate_deadlines` for an ElasticFlow / ITP one), with every
+round's or slot's leases handed to Ray instead of the simulated executor; so a round policy and a
+slot policy run the same way. Each job's measured steps/s is set against the steps/s its leases
+were planned at (the throughput table's), per job, whatever engine planned them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from simulator.deadline_simulate import simulate_deadlines
+from simulator.deadline_traces import read_deadline_trace
+from simulator.node_cluster import read_cluster_spec
+from simulator.simulate import simulate
+from simulator.traces import Trace
+
+from .fidelity import Fidelity, compare
+from .ray_executor import RayExecutor
+
+
+@dataclass(frozen=True)
+class RealRun:
+    """The run's result (jobs gain ``measured_steps_per_second``, ``table_steps_per_second`` and
+    their ratio ``measured_over_table``), and its difference to a simulated run when asked."""
+
+    result: object
+    fidelity: Fidelity | None
+
+
+@dataclass(frozen=True)
+class DeadlineInputs:
+    """An ElasticFlow / ITP trace with its cluster spec and iteration-table directory."""
+
+    trace: Path
+    cluster_spec: Path
+    throughput_dir: Path
+    gpu_type: str | None = None
+
+
+def run_for_real(jobs: Trace | DeadlineInputs, *, policy: str, checkpoints: str | os.PathLike,
+                 time_scale: float, model_size: str, address: str | None, slots: int | None,
+                 compare_simulation: bool, progress: Callable | None = None, **simulate_args) -> RealRun:
+    """``policy`` on ``jobs`` with each lease trained by Ray (``simulate_args``: what the simulator
+    call of the trace's kind takes: solver, cluster, throughputs, config, deadlines, slot)."""
+    if isinstance(jobs, DeadlineInputs):
+        trace = read_deadline_trace(jobs.trace)
+        job_types = [f"{m} (batch size {b})" for m, b in zip(trace.model, trace.batch_size)]
+        gpus = read_cluster_spec(jobs.cluster_spec).num_gpus
+
+        def simulated(executor=None, report=None):
+            return simulate_deadlines(trace, jobs.cluster_spec, jobs.throughput_dir, policy=policy,
+                                      gpu_type=jobs.gpu_type, progress=report, executor=executor, **simulate_args)
+    else:
+        job_types = list(jobs.job_types)
+        gpus = int(simulate_args["cluster"].gpus.sum())
+
+        def simulated(executor=None, report=None):
+            return simulate(jobs, policy=policy, progress=report, executor=executor, **simulate_args)
+
+    with RayExecutor(job_types, checkpoints, time_scale=time_scale, model_size=model_size, address=address,
+                     slots=slots or gpus) as executor:
+        if gpus > executor.capacity:
+            raise ValueError(f"the cluster has {gpus} GPUs; the Ray cluster holds {executor.capacity} "
+                             f"{'GPUs' if executor.uses_gpus else 'slots'}")
+        result = simulated(executor, progress)
+        measured, listed = executor.measured_rates(), executor.table_rates()
+    result.jobs.update(measured_steps_per_second=measured, table_steps_per_second=listed,
+                       measured_over_table=np.divide(measured, listed, out=np.full(listed.shape, np.nan),
+                                                     where=listed > 0))
+    result.summary.update(executor="ray", time_scale=time_scale, model_size=model_size)
+    fidelity = None
+    if compare_simulation:
+        fidelity = compare(result, simulated())
+        result.summary.update(fidelity.summary_fields())
+    return RealRun(result, fidelity)
