@@ -266,3 +266,25 @@ def test_a_lease_that_outlives_its_wall_budget_is_cancelled_and_fails(tmp_path):
     reasons = [lease.reason for lease in executor.log]
     assert len(reasons) == MAX_FAILED_LEASES and all("did not end within" in r for r in reasons)
     assert result.summary["jobs_failed"] == 1 and result.summary["redone_gpu_seconds"] > 0
+
+
+@pytest.mark.parametrize("policy", ["elasticflow", "max_min_fairness_perf"])
+def test_cli_runs_a_deadline_trace_for_real_under_any_policy(tmp_path, policy):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "m.csv").write_text("global_batch_size,1,2\n8,0.02,0.03\n")
+    spec = tmp_path / "spec.csv"
+    spec.write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,1,2,64,256\n")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,submit_time,iteration,model_name,ddl,batch_size,num_gpu,duration,best_effort\n"
+                     "0,0,6,m,3000,8,1,300,0\n1,0,9,m,4000,8,1,450,0\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", "--trace", str(trace), "--cluster-spec", str(spec), "--throughput-dir",
+                                      str(tables), "--policy", policy, "--slot", "300", "--round", "300",
+                                      "--time-scale", str(SCALE), "--out", str(out), "--compare-simulation",
+                                      "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["policy"] == policy and summary["jobs_completed"] == 2 and summary["executor"] == "ray"
+    assert summary["mean_abs_jct_difference"] == 0.0
+    assert summary["deadline_satisfactory_ratio"] == 1.0
