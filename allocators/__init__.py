@@ -1,6 +1,15 @@
-"""Policies the simulator calls: a formulation + a solver + the policy's state."""
+"""Policies, grouped by the system that published them (``gavel/``, ``shockwave/``,
+``elasticflow/``, ``chronus.py``), behind one contract (:mod:`allocators.base`) and one registry."""
 
-from .base import Policy, ProgramClass
-from .registry import POLICIES, UnknownPolicyError, make_policy
+from allocators.base import Plans, Policy, ProgramClass, SchedulingPolicy
+from allocators.registry import (
+    ALL_POLICIES,
+    POLICIES,
+    SLOT_POLICIES,
+    UnknownPolicyError,
+    make_policy,
+    make_slot_policy,
+)
 
-__all__ = ["POLICIES", "Policy", "ProgramClass", "UnknownPolicyError", "make_policy"]
+__all__ = ["ALL_POLICIES", "POLICIES", "SLOT_POLICIES", "Plans", "Policy", "ProgramClass", "SchedulingPolicy",
+           "UnknownPolicyError", "make_policy", "make_slot_policy"]

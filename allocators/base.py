@@ -1,4 +1,14 @@
-"""The contract between the simulator (or a user) and a scheduling policy."""
+"""The contract between the engine (or a user) and a scheduling policy.
+
+Every policy is a :class:`SchedulingPolicy`: a name, the system that published it, the class of
+program it solves per decision, and what it plans for the next interval (:class:`Plans`):
+
+- ``Plans.SHARES``: time fractions per (job, worker type), which the engine's Gavel mechanism
+  turns into per-round leases (:class:`Policy`, ``allocate(problem) -> Allocation``);
+- ``Plans.GPUS``: integer GPUs per job, placed and leased as they are: a whole round's jobs
+  (:class:`allocators.round_plans.RoundPlanner`) or each slot's GPU counts with admission
+  decisions (:class:`allocators.slot_plans.SlotPolicy`).
+"""
 
 from __future__ import annotations
 
@@ -49,14 +59,40 @@ class ProgramClass(str, Enum):
         }[self]
 
 
-class Policy(ABC):
-    """``allocate(problem) -> Allocation``; any state lives on the policy object.
-    ``uses_pairs``: the policy space-shares, so snapshots should carry co-located pairs."""
+class Plans(str, Enum):
+    """What a policy hands the engine for the next interval."""
+
+    SHARES = "shares"
+    GPUS = "GPUs"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class SchedulingPolicy(ABC):
+    """What every policy has: its name, who published it (``schedopt policies`` groups by it), the
+    program it solves, what it plans, its solver and options; state lives on the object."""
 
     name: str
+    system: str
     program: ProgramClass
-    #: who published the policy (``schedopt policies`` groups by it)
-    system: str = "Gavel"
+    plans: Plans
+
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
+        self.solver = solver
+        self.options = options or SolveOptions()
+
+    def notes(self) -> list[str]:
+        """Lines for the run's summary: fallbacks taken, solver statistics."""
+        return []
+
+
+class Policy(SchedulingPolicy):
+    """``allocate(problem) -> Allocation``: time shares of each type per job.
+    ``uses_pairs``: the policy space-shares, so snapshots should carry co-located pairs."""
+
+    system = "Gavel"
+    plans = Plans.SHARES
     uses_pairs: bool = False
     #: the constructor takes ``gavel_compat`` (reproduce a defect of the published policy)
     supports_gavel_compat: bool = False
@@ -65,8 +101,7 @@ class Policy(ABC):
     warm_resolve: bool = False
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
-        self.solver = solver
-        self.options = options or SolveOptions()
+        super().__init__(solver, options)
         self._sessions: dict[str, Session] = {}
         if self.program.needs:
             self._check_backend()

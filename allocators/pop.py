@@ -45,8 +45,8 @@ import numpy as np
 from formulations import Allocation, AllocationProblem, JobPairs
 from optim import solve
 
-from .base import FormulationPolicy, Policy
-from .planning import RoundPlanner
+from allocators.base import FormulationPolicy, Policy
+from allocators.round_plans import RoundPlanner
 
 #: ``<policy>@pop<k>`` names a policy partitioned into k parts
 POP_SUFFIX = "@pop"

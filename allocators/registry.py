@@ -1,18 +1,38 @@
-"""Policy names (Gavel's, so users' scripts translate 1:1) to policy classes."""
+"""Every policy name to its class, grouped by the system that published it. Names are the
+published artifacts' own (Gavel's, Shockwave's, ElasticFlow's), so users' scripts translate 1:1;
+where two systems use one name (Gandiva), the later one's carries a suffix (``gandiva-ef``).
+
+``POLICIES``: the policies the round engine runs (time shares, or whole-round plans);
+``SLOT_POLICIES``: the policies planning GPUs per slot; ``ALL_POLICIES`` both."""
 
 from __future__ import annotations
 
 from optim import SolveOptions
 
-from . import finish_time_fairness as ftf
-from . import max_min_fairness as mmf
-from . import max_sum_throughput as mst
-from . import min_total_duration as mtd
-from . import water_filling as wf
-from .base import Policy
-from .heuristics import HEURISTICS
-from .pop import POP_SUFFIX, Partitioned
-from .shockwave import Shockwave
+from allocators.base import Policy, SchedulingPolicy
+from allocators.chronus import Chronus
+from allocators.elasticflow.edf import EDF, EDFAccessControl
+from allocators.elasticflow.elasticflow import ElasticFlow, ElasticFlowGreedy, ElasticFlowNoAdmission
+from allocators.elasticflow.gandiva import Gandiva as GandivaEF
+from allocators.elasticflow.themis import Themis
+from allocators.elasticflow.tiresias import Tiresias
+from allocators.gavel import finish_time_fairness as ftf
+from allocators.gavel import max_min_fairness as mmf
+from allocators.gavel import max_sum_throughput as mst
+from allocators.gavel import min_total_duration as mtd
+from allocators.gavel import water_filling as wf
+from allocators.gavel.allox import AlloX
+from allocators.gavel.fifo import Fifo, FifoPacked, FifoPerf
+from allocators.gavel.gandiva import Gandiva
+from allocators.gavel.isolated import Isolated
+from allocators.gavel.proportional import Proportional
+from allocators.pop import POP_SUFFIX, Partitioned
+from allocators.shockwave.gandiva_fair import GandivaFair
+from allocators.shockwave.policy import Shockwave
+from allocators.slot_plans import SlotPolicy
+
+#: the baselines that solve nothing, under Gavel's and Shockwave's names
+HEURISTICS = (Isolated, Proportional, Fifo, FifoPerf, FifoPacked, Gandiva, GandivaFair, AlloX)
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls
@@ -27,6 +47,12 @@ POLICIES: dict[str, type[Policy]] = {
     )
 }
 
+SLOT_POLICIES: dict[str, type[SlotPolicy]] = {cls.name: cls for cls in (
+    EDF, EDFAccessControl, ElasticFlow, ElasticFlowGreedy, ElasticFlowNoAdmission, GandivaEF, Tiresias, Themis, Chronus,
+)}
+
+ALL_POLICIES: dict[str, type[SchedulingPolicy]] = {**POLICIES, **SLOT_POLICIES}
+
 
 class UnknownPolicyError(ValueError):
     pass
@@ -38,12 +64,10 @@ def policy_class(name: str) -> type[Policy]:
     try:
         return POLICIES[base]
     except KeyError:
-        from .deadline import DEADLINE_POLICIES
-
-        if base in DEADLINE_POLICIES:
+        if base in SLOT_POLICIES:
             raise UnknownPolicyError(f"policy {name!r} plans integer GPU counts per slot, not time fractions: "
                                      f"run it through simulator.simulate / simulate_deadlines") from None
-        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted({*POLICIES, *DEADLINE_POLICIES}))} "
+        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(ALL_POLICIES))} "
                                  f"(append {POP_SUFFIX}<k> to a round policy to partition it into k parts)") from None
 
 
@@ -61,4 +85,14 @@ def make_policy(name: str, solver: str = "highs", options: SolveOptions | None =
     cls = policy_class(name)
     if gavel_compat and cls.supports_gavel_compat:
         params["gavel_compat"] = True
+    return cls(solver, options, **params)
+
+
+def make_slot_policy(name: str, solver: str = "highs", options: SolveOptions | None = None,
+                     **params) -> SlotPolicy:
+    """A fresh slot policy object; ``params`` go to its constructor."""
+    try:
+        cls = SLOT_POLICIES[name]
+    except KeyError:
+        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(ALL_POLICIES))}") from None
     return cls(solver, options, **params)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.deadline_simulate import simulate_deadlines
+from simulator.simulate import simulate_deadlines
 
 from .rows import write_rows
 

@@ -33,7 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulator.deadline_simulate import simulate_deadlines
+from simulator.simulate import simulate_deadlines
 from simulator.simulate import simulate
 
 from .rows import write_rows

@@ -19,8 +19,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from allocators import POLICIES
-from allocators.planning import RoundPlanner
-from simulator.engine import SimulationError
+from allocators.round_plans import RoundPlanner
+from simulator.engine.rounds import SimulationError
 from simulator.simulate import simulate
 
 from .rows import write_rows

@@ -27,10 +27,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from allocators.deadline import DEADLINE_POLICIES
-from allocators.shockwave_config import read_shockwave_config
-from simulator.deadline_simulate import simulate_deadlines
-from simulator.engine import SimulationConfig
+from allocators.registry import SLOT_POLICIES
+from allocators.shockwave.config import read_shockwave_config
+from simulator.simulate import simulate_deadlines
+from simulator.engine.rounds import SimulationConfig
 from simulator.outcomes import SUMMARY_KEYS
 from simulator.simulate import default_solver, simulate
 
@@ -60,7 +60,7 @@ WORKLOADS = (Workload("gavel", "Gavel max_min_fairness.trace, v100=32"),
 def run_one(data: Path, workload: str, policy: str) -> dict:
     """One run's row: the summary's common metrics and the job outcome counts."""
     tic = time.perf_counter()
-    slot = policy in DEADLINE_POLICIES
+    slot = policy in SLOT_POLICIES
     solver = "highs" if slot or policy == "shockwave" else default_solver(policy)
     if workload == "elasticflow":
         root = data / "elasticflow"

@@ -32,9 +32,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from allocators.heuristics.allox import SHOCKWAVE_ALLOX
-from allocators.shockwave_config import read_shockwave_config
-from simulator.engine import SimulationConfig, SimulationError
+from allocators.gavel.allox import SHOCKWAVE_ALLOX
+from allocators.shockwave.config import read_shockwave_config
+from simulator.engine.rounds import SimulationConfig, SimulationError
 from simulator.simulate import default_solver, simulate
 
 from .rows import write_rows

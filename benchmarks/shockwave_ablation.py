@@ -4,7 +4,7 @@
 
 ``--gavel-compat`` turns on two groups of published rules: the simulator's (batch-size rules,
 epoch-rounded progress, overhead charged after the round: ``engine``) and the planner's
-(:data:`allocators.shockwave.PUBLISHED_RULES`: ``clock``, ``predictor``, ``log``). Each
+(:data:`allocators.shockwave.policy.PUBLISHED_RULES`: ``clock``, ``predictor``, ``log``). Each
 variant runs the default mode with one group or one planner rule turned on, or compat mode
 with one planner rule turned off, over the seeds. Writes one row per (variant, seed) to
 ``benchmarks/results/shockwave_ablation.csv`` and prints the median of each metric per
@@ -18,7 +18,7 @@ import statistics
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from allocators.shockwave import PUBLISHED_RULES
+from allocators.shockwave.policy import PUBLISHED_RULES
 
 from .rows import write_rows
 from .shockwave import CASES, METRICS, PUBLISHED, run_case

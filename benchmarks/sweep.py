@@ -49,10 +49,10 @@ import pandas as pd
 
 from allocators import POLICIES, Policy, ProgramClass
 from allocators.base import FormulationPolicy
-from allocators.finish_time_fairness import FinishTimeFairness
-from allocators.max_sum_throughput import MaxSumThroughput
-from allocators.min_total_duration import MinTotalDuration
-from allocators.planning import RoundPlanner
+from allocators.gavel.finish_time_fairness import FinishTimeFairness
+from allocators.gavel.max_sum_throughput import MaxSumThroughput
+from allocators.gavel.min_total_duration import MinTotalDuration
+from allocators.round_plans import RoundPlanner
 from formulations import AllocationProblem, max_sum_throughput, min_total_duration
 from optim import CanonicalModel, LicenseLimitError, Model, OptimError, Result, SolveOptions, Status, solve
 from simulator import build_problem, parse_cluster, sample_jobs

@@ -12,7 +12,7 @@ The allocation's objective is the makespan 1/u in seconds.
 
 The published Gavel policy instead bisects on the makespan T over the feasibility
 programs of :func:`build_deadline` (every job done within T, constant objective) and
-keeps the solution of the last feasible T; :mod:`allocators.min_total_duration` does the
+keeps the solution of the last feasible T; :mod:`allocators.gavel.min_total_duration` does the
 same with ``gavel_compat``, over :func:`build_deadline_published`, which lays the program
 out as the published code does.
 """

@@ -1,7 +1,7 @@
 """``schedopt run``: any policy's plan executed for real by a :class:`RayExecutor`.
 
 The run is the simulator's own (:func:`simulator.simulate.simulate` for a Gavel / Shockwave trace,
-:func:`simulator.deadline_simulate.simulate_deadlines` for an ElasticFlow / ITP one), with every
+:func:`simulator.simulate.simulate_deadlines` for an ElasticFlow / ITP one), with every
 round's or slot's leases handed to Ray instead of the simulated executor; so a round policy and a
 slot policy run the same way. Each job's measured steps/s is set against the steps/s its leases
 were planned at (the throughput table's), per job, whatever engine planned them.
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.deadline_simulate import simulate_deadlines
-from simulator.deadline_traces import read_deadline_trace
+from simulator.simulate import simulate_deadlines
+from simulator.elasticflow_traces import read_deadline_trace
 from simulator.node_cluster import read_cluster_spec
 from simulator.simulate import simulate
 from simulator.traces import Trace

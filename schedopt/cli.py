@@ -13,11 +13,11 @@ from rich.console import Console
 from rich.table import Table
 
 from allocators import POLICIES, ProgramClass, UnknownPolicyError, make_policy
-from allocators.heuristics.allox import SHOCKWAVE_ALLOX
-from allocators.planning import RoundPlanner
-from allocators.deadline import DEADLINE_POLICIES
+from allocators.gavel.allox import SHOCKWAVE_ALLOX
+from allocators.round_plans import RoundPlanner
+from allocators.registry import SLOT_POLICIES
 from allocators.registry import policy_class
-from allocators.shockwave_config import read_shockwave_config
+from allocators.shockwave.config import read_shockwave_config
 from formulations import ProblemError, allocation_violations
 from optim import Capability, OptimError, SolveOptions, all_backends, backends_with
 from simulator import (
@@ -33,7 +33,7 @@ from simulator import (
     read_jobs_csv,
     sample_jobs,
 )
-from simulator.engine import SimulationConfig, SimulationError
+from simulator.engine.rounds import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
 from simulator.files import write_atomically
 from simulator.reports import check_output_path, write_allocation
@@ -118,7 +118,7 @@ def policies() -> None:
         table.add_column(col)
     conic = set(backends_with(frozenset({Capability.SOC})))
     rows = [(cls.system, name, "shares", cls) for name, cls in POLICIES.items()]
-    rows += [(cls.system, name, "GPUs", cls) for name, cls in DEADLINE_POLICIES.items()]
+    rows += [(cls.system, name, "GPUs", cls) for name, cls in SLOT_POLICIES.items()]
     for system, name, plans, cls in sorted(rows, key=lambda r: (r[0], r[1])):
         needs = cls.program.needs
         families: dict[str, list[str]] = {}
@@ -321,7 +321,7 @@ def simulate_command(
         with progress_bar(progress, "decisions") as report:
             result = simulate_deadlines_command(
                 trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy,
-                solver=solver if solver != "auto" or policy in DEADLINE_POLICIES else default_solver(policy),
+                solver=solver if solver != "auto" or policy in SLOT_POLICIES else default_solver(policy),
                 slot=slot, gpu_type=gpu_type, overhead=overhead, deadlines=deadlines, report=report,
                 round_config=SimulationConfig.shockwave(**fields) if shockwave else SimulationConfig(**fields))
         return show_result(result, out)
@@ -361,7 +361,7 @@ def simulate_command(
         if write_trace_to is not None:
             write_trace(workload, write_trace_to)
             console.print(f"wrote {write_trace_to}")
-    slots = policy in DEADLINE_POLICIES
+    slots = policy in SLOT_POLICIES
     solver_spec = solver if slots else default_solver(policy, config.gavel_compat) if solver == "auto" else solver
     replans = issubclass(POLICIES.get(policy, object), RoundPlanner)
     with progress_bar(progress, "decisions" if slots else "re-plans" if replans else "solves") as report:
@@ -437,11 +437,11 @@ def run_command(
         raise ValueError("--slots is for a local Ray; the cluster at --address brings its own GPUs or slots")
     if out is not None and out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a directory")
-    if policy not in POLICIES and policy not in DEADLINE_POLICIES:
-        raise UnknownPolicyError(f"unknown policy {policy!r}; known: {', '.join(sorted({*POLICIES, *DEADLINE_POLICIES}))}")
+    if policy not in POLICIES and policy not in SLOT_POLICIES:
+        raise UnknownPolicyError(f"unknown policy {policy!r}; known: {', '.join(sorted({*POLICIES, *SLOT_POLICIES}))}")
     if policy in POLICIES and policy_class(policy).uses_pairs:
         raise ValueError(f"policy {policy!r} co-locates jobs on shared GPUs, which run does not support yet")
-    slotted = policy in DEADLINE_POLICIES
+    slotted = policy in SLOT_POLICIES
     solver_spec = ("highs" if slotted else default_solver(policy)) if solver == "auto" else solver
     config = SimulationConfig(round_length=round_length, gpus_per_server=gpus_per_server)
     if cluster_spec is not None or throughput_dir is not None:

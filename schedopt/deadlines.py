@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from allocators import POLICIES, UnknownPolicyError
-from allocators.deadline import DEADLINE_POLICIES
-from simulator.deadline_simulate import simulate_deadlines
+from allocators.registry import SLOT_POLICIES
+from simulator.simulate import simulate_deadlines
 from simulator.overheads import OverheadModel
 
 
@@ -21,10 +21,10 @@ def simulate_deadlines_command(*, trace: Path | None, cluster_spec: Path | None,
         raise ValueError(f"a deadline trace run needs {', '.join(missing)} too")
     if deadlines is not None:
         raise ValueError(f"--deadlines: {trace} is a deadline trace and brings its own deadlines")
-    if policy not in DEADLINE_POLICIES and policy not in POLICIES:
+    if policy not in SLOT_POLICIES and policy not in POLICIES:
         raise UnknownPolicyError(f"unknown policy {policy!r}; known: "
-                                 f"{', '.join(sorted({*POLICIES, *DEADLINE_POLICIES}))}")
-    if policy in DEADLINE_POLICIES and overhead not in (None, 0):
+                                 f"{', '.join(sorted({*POLICIES, *SLOT_POLICIES}))}")
+    if policy in SLOT_POLICIES and overhead not in (None, 0):
         raise ValueError(f"--overhead for {policy}: 0 (none) or leave it out (the published model)")
     return simulate_deadlines(trace, cluster_spec, throughput_dir, policy=policy,
                               solver="highs" if solver == "auto" else solver, slot=slot, gpu_type=gpu_type,

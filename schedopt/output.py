@@ -78,10 +78,8 @@ class bench_bar:
 
 
 def show_result(result, out: Path | None) -> None:
-    """Print a run's summary (either engine's) and write its files."""
-    from simulator.deadline_metrics import DeadlineResult
-
-    if isinstance(result, DeadlineResult):
+    """Print a run's summary (round or slot clock) and write its files."""
+    if "slot_seconds" in result.summary:
         print_deadline_summary(result.summary)
     else:
         print_summary(result.summary)

@@ -1,16 +1,16 @@
 """Round-based simulation inputs and engine: clusters, jobs, throughput tables, snapshots."""
 
-from .cluster import (
+from simulator.cluster import (
     DEFAULT_CLUSTER,
     Cluster,
     ClusterSpecError,
     parse_cluster,
     parse_prices,
 )
-from .example_table import example_table
-from .jobs import JobSet, JobsFileError, read_jobs_csv, sample_jobs
-from .snapshot import build_problem
-from .throughputs import (
+from simulator.example_table import example_table
+from simulator.jobs import JobSet, JobsFileError, read_jobs_csv, sample_jobs
+from simulator.snapshot import build_problem
+from simulator.throughputs import (
     ThroughputTable,
     ThroughputTableError,
     read_gavel_json,

@@ -21,9 +21,9 @@ import math
 
 import numpy as np
 
-from allocators.planning import EpochProfile
+from allocators.round_plans import EpochProfile
 
-from .adaptation import (
+from simulator.adaptation import (
     DATASET_SIZES,
     batch_size_schedule,
     job_type_at,
@@ -32,8 +32,8 @@ from .adaptation import (
     split_job_type,
     steps_per_epoch,
 )
-from .throughputs import ThroughputTable, ThroughputTableError
-from .workload import Workload
+from simulator.throughputs import ThroughputTable, ThroughputTableError
+from simulator.workload import Workload
 
 
 class AdaptiveJobs:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .throughputs import ThroughputTable
+from simulator.throughputs import ThroughputTable
 
 #: name: (TFLOP/s peak, GB/s bandwidth, GB memory, host speed)
 GPUS = {

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .jobs import draw_job_mix, reference_rates
-from .throughputs import ThroughputTable
-from .traces import Trace
+from simulator.jobs import draw_job_mix, reference_rates
+from simulator.throughputs import ThroughputTable
+from simulator.traces import Trace
 
 
 def _slug(model: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .throughputs import ThroughputTable
+from simulator.throughputs import ThroughputTable
 
 #: Gavel's multi-GPU scale-factor distribution
 SCALE_PROBABILITIES = {1: 0.7, 2: 0.1, 4: 0.15, 8: 0.05}

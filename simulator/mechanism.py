@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .combos import Combos
+from simulator.combos import Combos
 
 NEW_JOB_PRIORITY = 1e9
 MAX_CACHED_ORDERS = 24

@@ -7,6 +7,11 @@ its isolated rate is ``a_i / max(b_i, m)`` with ``a_i = sum_j T_ij W_j / s_i`` a
 ``b_i = sum_j W_j / s_i`` over the types it can run on. ``rho = JCT / isolated JCT``;
 a job is treated unfairly when ``rho > 1.05``.
 
+A slotted run (:func:`slot_result`) reports the same metrics and, ElasticFlow's, the deadline
+satisfactory ratio (deadline jobs finished by their deadline / all deadline jobs, declined ones
+missed; best-effort jobs are not deadline jobs) and cluster efficiency
+CE(t) = (1/G) Σ_running T_j(n_j) / T_j(1) per decision.
+
 Shockwave's finish-time fairness uses a static contention factor instead:
 ``ftf_i = JCT_i / (T_iso_i · max(1, N / G))`` with ``T_iso_i`` the job's isolated
 (batch-size-adapted) run time, N the jobs of the trace and G the cluster's GPUs.
@@ -23,9 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import write_atomically
-from .outcomes import job_states, outcome_metrics
-from .workload import Workload
+from allocators.slot_plans import JobState, SlotPolicy
+from simulator.files import write_atomically
+from simulator.outcomes import job_states, outcome_metrics
+from simulator.workload import Workload
 
 UNFAIR_RHO = 1.05
 
@@ -146,7 +152,7 @@ class SimulationResult:
         paths = [out / "jobs.csv", out / "timeline.csv", out / "solves.csv", out / "summary.json"]
         write_atomically(paths[0], csv_text(self.jobs))
         write_atomically(paths[1], csv_text(self.timeline))
-        write_atomically(paths[2], csv_text(self.solves))
+        write_atomically(paths[2], csv_text(self.solves) if self.solves else "")
         write_atomically(paths[3], json.dumps(self.summary, indent=2, default=_json_default) + "\n")
         return paths
 
@@ -274,3 +280,68 @@ def _efficiency_seconds(workload: Workload, gpu_seconds: np.ndarray) -> float:
     single = np.where(one[:, None] >= 0, table.isolated[np.maximum(one, 0)][:, cols], np.nan)
     speedup = np.where(single > 0, workload.rates / np.where(single > 0, single, 1.0), s[:, None])
     return float((gpu_seconds / s[:, None] * speedup).sum())
+
+
+def slot_result(*, workload, policy: SlotPolicy, slot: float, overhead, finish: np.ndarray,
+                first_start: np.ndarray, state: np.ndarray, overhead_seconds: np.ndarray, timeline,
+                decision_seconds: np.ndarray, decisions: int, wall_seconds: float, unschedulable: np.ndarray,
+                preemptions: np.ndarray, failed_leases: np.ndarray, redone_gpu_seconds: float,
+                failures: dict[int, str]) -> SimulationResult:
+    """The slotted engine's run as a :class:`SimulationResult` (the common metrics, plus the slot
+    length, the overhead model and its seconds, cluster efficiency per decision)."""
+    w = workload
+    done = state == JobState.DONE
+    declined = state == JobState.DECLINED
+    failed = state == JobState.FAILED
+    times = np.asarray(timeline.time, dtype=float)
+    spans = np.diff(times, append=times[-1]) if times.size else times
+    G = float(w.total_gpus)
+    col = np.searchsorted(w.gpu_counts, w.requested)
+    own = w.rates[np.arange(len(w)), np.minimum(col, len(w.gpu_counts) - 1)]
+    rate = np.where(np.isfinite(own) & (own > 0), own, w.iterations / w.duration)
+    isolated = w.iterations / rate
+    share = G / np.maximum(w.requested, 1)
+    present = np.asarray(timeline.running) + np.asarray(timeline.pending)
+    iso_finish = isolated_finish(times, times + spans, present, w.submit, w.iterations.astype(float),
+                                 rate * share, share, float(times[-1]) if times.size else 0.0)
+    rho = np.where(done, (finish - w.submit) / (iso_finish - w.submit), np.nan)
+    notes = [*policy.notes()]
+    if unschedulable.any():
+        notes.append(f"{int(unschedulable.sum())} job(s) could never run (no allowed GPU count on this "
+                     f"cluster) and count as declined")
+    notes += [f"job {w.job_ids[j]} failed after {int(failed_leases[j])} failed leases; last: {reason}"
+              for j, reason in failures.items()]
+    solves = policy.solve_log()
+    makespan = float(np.nanmax(finish) - w.submit.min()) if done.any() else 0.0
+    common_jobs, common = outcome_metrics(
+        arrival=w.submit, deadline=w.deadline, start=first_start, finish=finish, done=done, declined=declined,
+        failed=failed, failed_leases=failed_leases, isolated_runtime=isolated, rho=rho, gpus=G, makespan=makespan,
+        busy_gpu_seconds=float((np.asarray(timeline.busy) * spans).sum()),
+        efficiency_seconds=float((np.asarray(timeline.efficiency) * spans).sum() * G),
+        preemptions=preemptions, solve_seconds=decision_seconds)
+    summary = {
+        "policy": policy.name,
+        "trace": w.trace.source,
+        "cluster": f"{w.cluster.num_nodes} nodes x {w.gpus_per_node} GPUs",
+        "gpus": w.total_gpus,
+        "slot_seconds": slot,
+        "overhead_model": vars(overhead),
+        "best_effort_jobs": int(w.best_effort.sum()),
+        **common,
+        "overhead_seconds_total": float(overhead_seconds.sum()),
+        "redone_gpu_seconds": redone_gpu_seconds,
+        "decisions": decisions,
+        "programs_solved": len(solves),
+        "wall_seconds": wall_seconds,
+        "notes": notes,
+    }
+    jobs = {"job_id": w.job_ids, "model": w.trace.model, "batch_size": w.trace.batch_size,
+            "requested_gpus": w.requested, "best_effort": w.best_effort.astype(int),
+            "state": job_states(done, declined, failed), **common_jobs,
+            "overhead_seconds": overhead_seconds}
+    keys = sorted({k for row in solves for k in row})
+    solve_cols = {k: np.array([row.get(k, np.nan) for row in solves]) for k in keys}
+    timeline_cols = {"start": times, "end": times + spans, "busy_gpus": np.asarray(timeline.busy),
+                     "running_jobs": np.asarray(timeline.running), "queued_jobs": np.asarray(timeline.pending),
+                     "cluster_efficiency": np.asarray(timeline.efficiency)}
+    return SimulationResult(jobs=jobs, timeline=timeline_cols, summary=summary, solves=solve_cols)

@@ -7,7 +7,7 @@ with base 2 s, step 2 s and a trainer restart of 27 s every ``restart_every`` de
 clusters of 256 GPUs or more the published simulator uses base 7 s and restart 47 s. The
 published simulator restarts every Δ-th decision (it reuses the slot length in seconds as a
 decision count); ``restart_every=0`` turns restarts off. Which jobs are charged, and when, is the
-policy's :class:`allocators.deadline.Charge`.
+policy's :class:`allocators.slot_plans.Charge`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import numpy as np
 
 from formulations import Allocation
 
-from .files import write_atomically
+from simulator.files import write_atomically
 
 OUTPUT_SUFFIXES = (".csv", ".json")
 

@@ -6,9 +6,9 @@ import numpy as np
 
 from formulations import AllocationProblem, JobPairs
 
-from .cluster import Cluster
-from .jobs import JobSet
-from .throughputs import ThroughputTable
+from simulator.cluster import Cluster
+from simulator.jobs import JobSet
+from simulator.throughputs import ThroughputTable
 
 
 def build_problem(cluster: Cluster, jobs: JobSet, table: ThroughputTable, *, pairs: bool = False,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import write_atomically
+from simulator.files import write_atomically
 
 JobKey = tuple[str, int]
 UNCONSOLIDATED = "_unconsolidated"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import write_atomically
+from simulator.files import write_atomically
 
 COLUMNS = ("job_type", "command", "working_dir", "num_steps_arg", "needs_data_dir", "total_steps",
            "scale_factor", "priority_weight", "SLO", "arrival_time")

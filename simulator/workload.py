@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cluster import Cluster
-from .jobs import REFERENCE_TYPE, reference_rates
-from .throughputs import ThroughputTable
-from .traces import Trace
+from simulator.cluster import Cluster
+from simulator.jobs import REFERENCE_TYPE, reference_rates
+from simulator.throughputs import ThroughputTable
+from simulator.traces import Trace
 
 
 class WorkloadError(ValueError):

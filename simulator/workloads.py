@@ -4,7 +4,8 @@ A job is: arrival, work (iterations / steps), a rate at each GPU count of one GP
 count it asks for, an optional deadline (absolute; inf = best effort) and a priority weight.
 Gavel and Shockwave traces bind to a Gavel throughput table and a ``type=count`` cluster
 (:func:`simulator.workload.build_workload`); ElasticFlow / ITP / Chronus traces to iteration
-tables and a node cluster (:class:`DeadlineWorkload`). This module maps each onto the other:
+tables and a node cluster (:class:`SlotWorkload`, what the slotted engine runs). This module holds
+the slot workload and maps each kind onto the other:
 
 - :func:`as_round_inputs`: a deadline workload as a Gavel trace, cluster and table. One worker
   type (the GPU type's name, else ``gpu``) with the cluster's GPUs; one job type per (model,
@@ -26,16 +27,108 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .cluster import Cluster
-from .deadline_traces import DeadlineTrace
-from .deadline_workload import DeadlineWorkload
-from .iteration_tables import IterationTable
-from .node_cluster import NodeCluster
-from .throughputs import ThroughputTable
-from .traces import Trace
-from .workload import Workload, WorkloadError, build_workload
+from simulator.cluster import Cluster
+from simulator.elasticflow_traces import DeadlineInputError, DeadlineTrace
+from simulator.iteration_tables import IterationTable, elasticflow_max_gpus
+from simulator.node_cluster import NodeCluster
+from simulator.throughputs import ThroughputTable
+from simulator.traces import Trace
+from simulator.workload import Workload, WorkloadError, build_workload
 
 _RULE = re.compile(r"^uniform:([0-9.eE+-]+):([0-9.eE+-]+)$")
+
+
+@dataclass(frozen=True)
+class SlotWorkload:
+    """``rates[j, s]``: iterations/s of job j on ``gpu_counts[s]`` GPUs (NaN unsupported);
+    ``gpu_type`` ("A100", "T4" or None) selects ElasticFlow's hand-set caps."""
+
+    trace: DeadlineTrace
+    cluster: NodeCluster
+    table: IterationTable
+    rates: np.ndarray
+    gpu_type: str | None = None
+
+    @classmethod
+    def build(cls, trace: DeadlineTrace, cluster: NodeCluster, table: IterationTable,
+              gpu_type: str | None = None) -> SlotWorkload:
+        rates = table.curves(trace.model, trace.batch_size)
+        counts = table.gpu_counts
+        col = np.searchsorted(counts, trace.num_gpus)
+        bad = (col >= len(counts)) | (counts[np.minimum(col, len(counts) - 1)] != trace.num_gpus)
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise DeadlineInputError(f"{trace.source}: job {trace.job_ids[j]} requests {trace.num_gpus[j]} GPUs; "
+                                     f"the tables in {table.directory} have columns {', '.join(map(str, counts))}")
+        return cls(trace, cluster, table, rates, gpu_type)
+
+    def __len__(self) -> int:
+        return len(self.trace)
+
+    @property
+    def total_gpus(self) -> int:
+        return self.cluster.num_gpus
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.cluster.gpus_per_node
+
+    @property
+    def gpu_counts(self) -> np.ndarray:
+        return self.table.gpu_counts
+
+    @property
+    def job_ids(self) -> np.ndarray:
+        return self.trace.job_ids
+
+    @property
+    def submit(self) -> np.ndarray:
+        return self.trace.submit
+
+    @property
+    def deadline(self) -> np.ndarray:
+        return self.trace.deadline
+
+    @property
+    def best_effort(self) -> np.ndarray:
+        return self.trace.best_effort
+
+    @property
+    def iterations(self) -> np.ndarray:
+        return self.trace.iterations
+
+    @property
+    def requested(self) -> np.ndarray:
+        return self.trace.num_gpus
+
+    @property
+    def duration(self) -> np.ndarray:
+        return self.trace.duration
+
+    def caps(self, source: str) -> np.ndarray:
+        """Most GPUs per job: "table" = the largest supported count, at most the batch size and
+        the cluster; "elasticflow" = the published hand-set caps for ``gpu_type`` (the table's
+        where the type is unknown), also at most the cluster."""
+        counts = self.gpu_counts
+        ok = np.isfinite(self.rates) & (self.rates > 0) & (counts[None, :] <= self.trace.batch_size[:, None])
+        table_cap = np.where(ok, counts[None, :], 0).max(axis=1)
+        if source == "elasticflow" and self.gpu_type is not None:
+            pairs = {(m, int(b)) for m, b in zip(self.trace.model, self.trace.batch_size)}
+            hand = {p: elasticflow_max_gpus(*p, gpu_type=self.gpu_type) for p in pairs}
+            cap = np.array([hand[(m, int(b))] for m, b in zip(self.trace.model, self.trace.batch_size)])
+        elif source in ("table", "elasticflow"):
+            cap = table_cap
+        else:
+            raise ValueError(f"unknown cap source {source!r}")
+        return np.minimum(cap, self.total_gpus).astype(np.int64)
+
+    def duration_rates(self) -> np.ndarray:
+        """Rates implied by the trace's durations: iterations / duration on the requested count only
+        (what the published duration-based baselines measure progress by)."""
+        rates = np.full_like(self.rates, np.nan)
+        col = np.searchsorted(self.gpu_counts, self.requested)
+        rates[np.arange(len(self)), col] = self.iterations / self.duration
+        return rates
 
 
 @dataclass(frozen=True)
@@ -64,7 +157,7 @@ class DeadlineRule:
         return arrival + np.floor(factor * duration)
 
 
-def as_round_inputs(workload: DeadlineWorkload) -> tuple[Trace, Cluster, ThroughputTable, int]:
+def as_round_inputs(workload: SlotWorkload) -> tuple[Trace, Cluster, ThroughputTable, int]:
     """The deadline workload as (trace, cluster, throughput table, GPUs per server) for the round
     engine (module doc)."""
     tr, counts = workload.trace, workload.gpu_counts
@@ -102,7 +195,7 @@ def with_deadlines(workload: Workload, rule: DeadlineRule) -> Workload:
     return build_workload(replace(tr, slo=slo), workload.cluster, workload.table)
 
 
-def as_deadline_workload(workload: Workload, gpus_per_server: int, policy: str) -> DeadlineWorkload:
+def as_deadline_workload(workload: Workload, gpus_per_server: int, policy: str) -> SlotWorkload:
     """The Gavel workload as a deadline workload (module doc); its deadlines are the trace's SLOs
     (:meth:`Workload.slo_deadlines`; jobs without one are best effort). Errors name what the run
     lacks."""
@@ -141,4 +234,4 @@ def as_deadline_workload(workload: Workload, gpus_per_server: int, policy: str) 
                            deadline=deadline, batch_size=np.full(n, big, dtype=np.int64), num_gpus=requested,
                            duration=duration, best_effort=~np.isfinite(deadline), source=tr.source)
     nodes = NodeCluster(1, gpus // gpus_per_server, gpus_per_server, 1, 1)
-    return DeadlineWorkload.build(dtrace, nodes, iteration_table)
+    return SlotWorkload.build(dtrace, nodes, iteration_table)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from allocators.deadline import DEADLINE_POLICIES, make_deadline_policy
-from allocators.deadline.chronus import (
+from allocators.registry import SLOT_POLICIES, make_slot_policy
+from allocators.chronus import (
     GUARANTEED,
     OPPORTUNISTIC,
     Chronus,
@@ -19,10 +19,10 @@ from allocators.deadline.chronus import (
 from formulations import chronus as lease_mip
 from formulations.chronus import LeaseProblem, plan_violations, solve_leases
 from optim import Result, Status
-from simulator.deadline_engine import DeadlineConfig, DeadlineEngine
-from simulator.deadline_simulate import simulate_deadlines
-from simulator.deadline_traces import DeadlineTrace
-from simulator.deadline_workload import DeadlineWorkload
+from simulator.engine.slots import SlotConfig, SlotEngine
+from simulator.simulate import simulate_deadlines
+from simulator.elasticflow_traces import DeadlineTrace
+from simulator.workloads import SlotWorkload
 from simulator.iteration_tables import IterationTable
 from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
@@ -43,7 +43,7 @@ def workload(jobs, *, nodes=1, gpus_per_node=4):
                           model=np.full(len(jobs), "m", dtype=object), deadline=deadline,
                           batch_size=np.full(len(jobs), 32), num_gpus=gpus, duration=duration, best_effort=best,
                           source="tiny")
-    return DeadlineWorkload.build(trace, NodeCluster(1, nodes, gpus_per_node, 64, 256), table)
+    return SlotWorkload.build(trace, NodeCluster(1, nodes, gpus_per_node, 64, 256), table)
 
 
 def replay(jobs, *, slot=60.0, overhead=None, nodes=1, gpus_per_node=4, **params):
@@ -60,13 +60,13 @@ def replay(jobs, *, slot=60.0, overhead=None, nodes=1, gpus_per_node=4, **params
 
     policy.allocate = allocate
     w = workload(jobs, nodes=nodes, gpus_per_node=gpus_per_node)
-    result = DeadlineEngine(w, policy, DeadlineConfig(slot=slot, overhead=overhead or OverheadModel.none())).run()
+    result = SlotEngine(w, policy, SlotConfig(slot=slot, overhead=overhead or OverheadModel.none())).run()
     return result, policy, log
 
 
 def test_registered():
-    assert DEADLINE_POLICIES["chronus"] is Chronus
-    policy = make_deadline_policy("chronus", lease=120.0, time_limit=1.0)
+    assert SLOT_POLICIES["chronus"] is Chronus
+    policy = make_slot_policy("chronus", lease=120.0, time_limit=1.0)
     assert policy.lease == 120.0 and policy.time_limit == 1.0 and policy.mip_gap is None
     assert policy.elastic is False and policy.charge.value == "on_start"
 

@@ -124,7 +124,7 @@ def test_nothing_half_written_on_failure(tmp_path):
 def _runnable_pairs():
     """Every (policy, backend) pair whose backend has the policy's capabilities."""
     from allocators import POLICIES
-    from allocators.planning import RoundPlanner
+    from allocators.round_plans import RoundPlanner
     from optim import backends_with
 
     for name, cls in sorted(POLICIES.items()):

@@ -10,14 +10,14 @@ import types
 import numpy as np
 import pytest
 
-from allocators.deadline import DEADLINE_POLICIES, make_deadline_policy
-from allocators.deadline.gandiva import Gandiva
-from allocators.deadline.themis import build_conic, build_level_lp, least_shares, solve_by_bisection
+from allocators.registry import SLOT_POLICIES, make_slot_policy
+from allocators.elasticflow.gandiva import Gandiva
+from allocators.elasticflow.themis import build_conic, build_level_lp, least_shares, solve_by_bisection
 from optim import Status, solve
-from simulator.deadline_engine import DeadlineConfig, DeadlineEngine
-from simulator.deadline_simulate import simulate_deadlines
-from simulator.deadline_traces import DeadlineTrace
-from simulator.deadline_workload import DeadlineWorkload
+from simulator.engine.slots import SlotConfig, SlotEngine
+from simulator.simulate import simulate_deadlines
+from simulator.elasticflow_traces import DeadlineTrace
+from simulator.workloads import SlotWorkload
 from simulator.iteration_tables import IterationTable
 from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
@@ -39,7 +39,7 @@ def workload(jobs, nodes=1, gpus_per_node=4):
     trace = DeadlineTrace(job_ids=np.arange(len(jobs)), submit=submit, iterations=duration * rate, model=model,
                           deadline=submit + 10 * duration, batch_size=np.full(len(jobs), 32), num_gpus=gpus,
                           duration=duration, best_effort=np.zeros(len(jobs), dtype=bool), source="tiny")
-    return DeadlineWorkload.build(trace, NodeCluster(1, nodes, gpus_per_node, 64, 256), table)
+    return SlotWorkload.build(trace, NodeCluster(1, nodes, gpus_per_node, 64, 256), table)
 
 
 def replay(policy, jobs, *, slot=60.0, nodes=1, gpus_per_node=4, state=None):
@@ -56,17 +56,17 @@ def replay(policy, jobs, *, slot=60.0, nodes=1, gpus_per_node=4, state=None):
 
     policy.allocate = allocate
     w = workload(jobs, nodes, gpus_per_node)
-    result = DeadlineEngine(w, policy, DeadlineConfig(slot=slot, overhead=OverheadModel.none())).run()
+    result = SlotEngine(w, policy, SlotConfig(slot=slot, overhead=OverheadModel.none())).run()
     return result, log, policy
 
 
 def test_registered():
     for name in ("dlas-gpu", "gandiva-ef", "themis"):
-        policy = make_deadline_policy(name)
-        assert DEADLINE_POLICIES[name] is type(policy)
+        policy = make_slot_policy(name)
+        assert SLOT_POLICIES[name] is type(policy)
         assert not policy.elastic
-    assert make_deadline_policy("dlas-gpu").duration_based and make_deadline_policy("gandiva-ef").duration_based
-    assert not make_deadline_policy("themis").duration_based
+    assert make_slot_policy("dlas-gpu").duration_based and make_slot_policy("gandiva-ef").duration_based
+    assert not make_slot_policy("themis").duration_based
 
 
 # --------------------------------------------------------------------------------------------- Tiresias
@@ -78,7 +78,7 @@ def queues(policy):
 def test_tiresias_demotion_order_and_fit_first():
     # 4 GPUs; limits 120 / 240 GPU·s. J0 (2 GPUs), J1 (4), J2 (2) arrive together.
     jobs = [(0, 2, 10_000), (0, 4, 10_000), (0, 2, 10_000)]
-    _, log, _ = replay(make_deadline_policy("dlas-gpu", limits=(120.0, 240.0)), jobs, state=queues)
+    _, log, _ = replay(make_slot_policy("dlas-gpu", limits=(120.0, 240.0)), jobs, state=queues)
     expected = [
         # J1 does not fit behind J0; J2 (later, smaller) is not blocked by it
         (0, {0: 2, 2: 2}, [[0, 2, 1], [], []]),
@@ -96,7 +96,7 @@ def test_tiresias_demotion_order_and_fit_first():
 
 def test_tiresias_exact_jump():
     jobs = [(0, 2, 10_000), (0, 4, 10_000), (0, 2, 10_000)]
-    policy = make_deadline_policy("dlas-gpu", limits=(120.0, 240.0), published_jump=False)
+    policy = make_slot_policy("dlas-gpu", limits=(120.0, 240.0), published_jump=False)
     _, log, _ = replay(policy, jobs)
     # J0/J2 cross 240 GPU·s after (240 - 120) / 2 = 60 more seconds: a decision at 180, not 210
     assert [t for t, _, _ in log[:4]] == [0, 60, 120, 180]
@@ -105,7 +105,7 @@ def test_tiresias_exact_jump():
 def test_tiresias_demotes_by_gpu_seconds():
     # limit 3250 GPU·s: an 8-GPU job leaves Q0 after ~407 s, a 1-GPU job after 3250 s
     jobs = [(0, 8, 5_000), (0, 1, 5_000)]
-    policy = make_deadline_policy("dlas-gpu")
+    policy = make_slot_policy("dlas-gpu")
     _, log, _ = replay(policy, jobs, nodes=2, state=queues)
     first_demotion = next(t for t, _, q in log if q[1])
     assert 407 <= first_demotion <= 480 and next(t for t, _, q in log if 1 in q[1]) >= 3250
@@ -116,7 +116,7 @@ def test_tiresias_demotes_by_gpu_seconds():
 def test_gandiva_time_slices_an_oversubscribed_node_set():
     # five 1-GPU jobs on one 4-GPU node: the set takes 3 by its strict rule, then oversubscribes
     jobs = [(0, 1, 150)] * 5
-    result, log, policy = replay(make_deadline_policy("gandiva-ef"), jobs)
+    result, log, policy = replay(make_slot_policy("gandiva-ef"), jobs)
     grants = [(t, sorted(g)) for t, g, _ in log[:4]]
     # decisions on the 60-s grid after the last arrival rotate the running jobs to the back
     assert grants == [(0, [0, 1, 2, 3]), (60, [0, 1, 2, 4]), (120, [0, 1, 3, 4]), (180, [2, 3, 4])]
@@ -127,7 +127,7 @@ def test_gandiva_rotates_only_on_minute_boundaries():
     # the same jobs arriving at t = 30: decisions at 30, 90, 150, ... never rotate, so the fifth job
     # waits until the first four finish (at 180), seen at the decision at 210
     jobs = [(30, 1, 150)] * 5
-    result, log, policy = replay(make_deadline_policy("gandiva-ef"), jobs)
+    result, log, policy = replay(make_slot_policy("gandiva-ef"), jobs)
     assert all(sorted(g) == [0, 1, 2, 3] for t, g, _ in log if t < 210)
     assert policy.rotations == 0
     assert result.jobs["start"][4] == 210 and result.jobs["finish"][4] == 360
@@ -139,7 +139,7 @@ def test_gandiva_strict_capacity_and_shrink():
     def sets(policy):
         return [(s.nodes[:], s.jobs[:]) for s in policy.sets[2]], policy.free_nodes[:]
 
-    _, log, _ = replay(make_deadline_policy("gandiva-ef"), [(0, 2, 600), (0, 2, 600)], nodes=2, state=sets)
+    _, log, _ = replay(make_slot_policy("gandiva-ef"), [(0, 2, 600), (0, 2, 600)], nodes=2, state=sets)
     assert log[0][2] == ([([1], [1, 0])], [0])
     assert log[0][1] == {0: 2, 1: 2}
 
@@ -187,7 +187,7 @@ def test_themis_gives_the_worst_ratio_job_its_share(params):
     # two 4-GPU jobs on 4 GPUs; at equal shares the slow one has the worse finish-time ratio.
     # iso = min(1, ceil(4 / 2) / 4) = 1/2, so rho_j = (L_j / (T_j x_j)) / (2 L_j) = 1 / (2 T_j x_j):
     # equal T_j x_j with x_slow + x_fast = 1 gives x_slow = 4 / (2 + 4) = 2/3, and the slow job runs.
-    policy = make_deadline_policy("themis", **params)
+    policy = make_slot_policy("themis", **params)
     _, log, _ = replay(policy, [(0, 4, 600, "fast"), (0, 4, 600, "slow")])
     assert log[0][1] == {1: 4}
     assert policy.solve_log()[0]["level"] == pytest.approx(1 / (2 * 2 * (2 / 3)), rel=1e-6)
@@ -195,7 +195,7 @@ def test_themis_gives_the_worst_ratio_job_its_share(params):
 
 
 def test_themis_skips_the_program_when_every_job_fits():
-    policy = make_deadline_policy("themis")
+    policy = make_slot_policy("themis")
     result, log, _ = replay(policy, [(0, 2, 600, "fast"), (0, 2, 600, "slow")])
     assert log[0][1] == {0: 2, 1: 2} and policy.solve_log() == [] and policy.skipped >= 1
     assert result.summary["finished_late"] == 0
@@ -203,7 +203,7 @@ def test_themis_skips_the_program_when_every_job_fits():
 
 def test_themis_rejects_a_conic_method_without_cones():
     with pytest.raises(ValueError, match="SOC"):
-        make_deadline_policy("themis", "highs", method="conic", conic_solver="highs")
+        make_slot_policy("themis", "highs", method="conic", conic_solver="highs")
 
 
 # --------------------------------------------------------------------------------------------- published traces

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from schedopt.cli import app
 from simulator.buddy import RankSetCache, place
-from simulator.deadline_simulate import simulate_deadlines
+from simulator.simulate import simulate_deadlines
 from simulator.overheads import OverheadModel
 
 # iterations/s on 1, 2, 4, 8 GPUs: sub-linear, so elasticity trades GPU time for speed

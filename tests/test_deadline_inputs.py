@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from simulator.deadline_traces import DeadlineInputError, read_chronus_trace, read_deadline_trace
+from simulator.elasticflow_traces import DeadlineInputError, read_chronus_trace, read_deadline_trace
 from simulator.iteration_tables import elasticflow_max_gpus, read_throughput_dir
 from simulator.node_cluster import NodeCluster, read_cluster_spec
 

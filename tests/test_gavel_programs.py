@@ -258,7 +258,7 @@ def test_every_policy_on_the_published_table(shared_data):
     cluster = parse_cluster("v100=36,p100=36,k80=36")
     multi = build_problem(cluster, sample_jobs(table, 100, 0, multi_gpu=True), table, pairs=True)
     single = build_problem(cluster, sample_jobs(table, 100, 0), table, pairs=True)
-    from allocators.planning import RoundPlanner
+    from allocators.round_plans import RoundPlanner
 
     for name in sorted(n for n, cls in POLICIES.items() if not issubclass(cls, RoundPlanner)):
         problem = single if name in ("allox", "gandiva_fair") else multi

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_deadline_engine import write_inputs
 
-from allocators.deadline import DEADLINE_POLICIES
+from allocators.registry import SLOT_POLICIES
 from simulator.cluster import parse_cluster
-from simulator.deadline_simulate import simulate_deadlines
-from simulator.deadline_traces import read_deadline_trace
-from simulator.deadline_workload import DeadlineWorkload
+from simulator.simulate import simulate_deadlines
+from simulator.elasticflow_traces import read_deadline_trace
+from simulator.workloads import SlotWorkload
 from simulator.example_table import example_table
 from simulator.generator import generate_trace
 from simulator.iteration_tables import read_throughput_dir
@@ -68,7 +68,7 @@ def test_round_and_slot_policies_see_the_same_drawn_deadlines():
 
 def test_a_deadline_trace_round_trips_through_the_round_view(tmp_path):
     trace, spec, tables = write_inputs(tmp_path, [(0, 6000, 900, 2), (30, 3000, 400, 1), (60, 900, 9e9, 4, 1)])
-    dw = DeadlineWorkload.build(read_deadline_trace(trace), read_cluster_spec(spec), read_throughput_dir(tables))
+    dw = SlotWorkload.build(read_deadline_trace(trace), read_cluster_spec(spec), read_throughput_dir(tables))
     rtrace, cluster, table, per_server = as_round_inputs(dw)
     workload = build_workload(rtrace, cluster, table)
     back = as_deadline_workload(workload, per_server, "edf")
@@ -96,7 +96,7 @@ def test_a_gavel_trace_without_deadlines_or_on_many_types_is_one_clear_error():
 def test_no_policy_name_means_two_policies():
     from allocators.registry import POLICIES
 
-    assert not set(POLICIES) & set(DEADLINE_POLICIES)
+    assert not set(POLICIES) & set(SLOT_POLICIES)
 
 
 @settings(max_examples=12)

@@ -17,11 +17,11 @@ from helpers import lp_backends
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from allocators import shockwave as shockwave_policy
-from allocators.planning import EpochProfile, RoundState
-from allocators.remaining_time import RemainingTime
-from allocators.shockwave import Shockwave
-from allocators.shockwave_config import (
+from allocators.shockwave import policy as shockwave_policy
+from allocators.round_plans import EpochProfile, RoundState
+from allocators.shockwave.remaining_time import RemainingTime
+from allocators.shockwave.policy import Shockwave
+from allocators.shockwave.config import (
     ShockwaveConfig,
     ShockwaveConfigError,
     read_shockwave_config,

@@ -9,7 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from allocators import POLICIES, make_policy
-from allocators.heuristics import HEURISTICS, AlloX, GandivaFair, Isolated
+from allocators.gavel.allox import AlloX
+from allocators.gavel.isolated import Isolated
+from allocators.registry import HEURISTICS
+from allocators.shockwave.gandiva_fair import GandivaFair
 from formulations import AllocationProblem, ProblemError, allocation_violations
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from allocators.registry import make_policy
-from allocators.shockwave import PUBLISHED_RULES
+from allocators.shockwave.policy import PUBLISHED_RULES
 
 
 def test_compat_turns_on_every_published_rule_and_each_can_be_set_alone():

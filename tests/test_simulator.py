@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from allocators import POLICIES, make_policy
 from schedopt.cli import app
 from simulator.cluster import parse_cluster
-from simulator.engine import Engine, SimulationConfig
+from simulator.engine.rounds import Engine, SimulationConfig
 from simulator.example_table import example_table
 from simulator.executor import MAX_FAILED_LEASES, LeaseResults, SimulatedExecutor
 from simulator.generator import generate_trace

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from allocators import make_policy
-from allocators.max_min_fairness import MaxMinFairnessPerf
+from allocators.gavel.max_min_fairness import MaxMinFairnessPerf
 from formulations import AllocationProblem, max_min_fairness, max_sum_throughput, min_total_duration
 from optim import (
     Capability,
@@ -25,7 +25,7 @@ from optim import (
 )
 from optim.delta import model_delta
 from simulator.cluster import parse_cluster
-from simulator.engine import Engine, SimulationConfig
+from simulator.engine.rounds import Engine, SimulationConfig
 from simulator.example_table import example_table
 from simulator.generator import generate_trace
 from simulator.workload import build_workload

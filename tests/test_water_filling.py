@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allocators.base import ProgramClass
-from allocators.water_filling import (
+from allocators.gavel.water_filling import (
     MaxMinFairnessWaterFillingAgnostic,
     MaxMinFairnessWaterFillingPacked,
     MaxMinFairnessWaterFillingPerf,

@@ -1,0 +1,1 @@
+"""ElasticFlow's planner (ASPLOS'23) and the baselines its artifact published: EDF, Gandiva, Themis, Tiresias."""

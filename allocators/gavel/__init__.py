@@ -1,0 +1,1 @@
+"""Gavel's policies (OSDI'20): its programs and the baselines it published."""

@@ -1,0 +1,34 @@
+"""Policies backed by formulations.max_min_fairness."""
+
+from __future__ import annotations
+
+from formulations import max_min_fairness
+
+from allocators.base import FormulationPolicy, ProgramClass
+
+
+class MaxMinFairness(FormulationPolicy):
+    program = ProgramClass.LP
+    formulation = max_min_fairness
+
+
+class MaxMinFairnessAgnostic(MaxMinFairness):
+    """Gavel's LAS: equal GPU-time shares, blind to heterogeneity."""
+
+    name = "max_min_fairness"
+    variant = "agnostic"
+
+
+class MaxMinFairnessPerf(MaxMinFairness):
+    """Heterogeneity-aware LAS: equal normalized throughput."""
+
+    name = "max_min_fairness_perf"
+    variant = "perf"
+
+
+class MaxMinFairnessPacked(MaxMinFairness):
+    """Heterogeneity-aware LAS with space sharing (co-located pairs)."""
+
+    name = "max_min_fairness_packed"
+    uses_pairs = True
+    variant = "packed"

@@ -1,0 +1,56 @@
+"""Policies backed by formulations.max_sum_throughput, with Gavel's SLO fallback."""
+
+from __future__ import annotations
+
+from formulations import Allocation, AllocationProblem, max_sum_throughput
+from formulations.pair_generation import widen
+from optim import Status
+
+from allocators.base import Policy, ProgramClass
+
+
+class MaxSumThroughput(Policy):
+    """Maximize total (cost-normalized) throughput; when the SLO rows are infeasible,
+    re-solve without them and say so in the allocation's notes."""
+
+    program = ProgramClass.LP
+    variant: str
+    warm_resolve = True
+
+    def allocate(self, problem: AllocationProblem) -> Allocation:
+        notes = []
+        if max_sum_throughput.uses_prices(self.variant) and problem.prices is None:
+            notes.append("no prices given: every worker type costs 1")
+        with_slos = max_sum_throughput.uses_slos(self.variant)
+        if with_slos and max_sum_throughput.slo_rates(problem)[0].size == 0:
+            notes.append("no job has an SLO")
+        solved, model, result, generated = self._solve_program(
+            problem, lambda p: max_sum_throughput.build(p, self.variant))
+        if with_slos and result.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+            notes.append("the SLOs cannot all be met: re-solved without the SLO rows")
+            solved, model, result, generated = self._solve_program(
+                problem, lambda p: max_sum_throughput.build(p, self.variant, with_slos=False))
+        allocation = widen(max_sum_throughput.decode(solved, model, result, self.name), problem, generated)
+        allocation.notes[:0] = notes
+        return allocation
+
+
+class MaxSumThroughputPerf(MaxSumThroughput):
+    name = "max_sum_throughput_perf"
+    variant = "perf"
+
+
+class MaxSumThroughputByCost(MaxSumThroughput):
+    name = "max_sum_throughput_normalized_by_cost_perf"
+    variant = "normalized_by_cost_perf"
+
+
+class MaxSumThroughputByCostSLOs(MaxSumThroughput):
+    name = "max_sum_throughput_normalized_by_cost_perf_SLOs"
+    variant = "normalized_by_cost_perf_SLOs"
+
+
+class MaxSumThroughputByCostPackedSLOs(MaxSumThroughput):
+    name = "max_sum_throughput_normalized_by_cost_packed_SLOs"
+    uses_pairs = True
+    variant = "normalized_by_cost_packed_SLOs"

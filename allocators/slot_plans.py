@@ -1,0 +1,127 @@
+"""GPU plans per slot: the contract between the slotted engine and a :class:`SlotPolicy`.
+
+At each decision time the engine hands the policy a :class:`JobsView` (arrays over every job of
+the trace, no copies) and asks two things:
+
+- ``admit(view, arrivals) -> bool mask``: which of the jobs that arrived since the last decision
+  are accepted (the rest are declined and never run; best-effort jobs are never declined);
+- ``allocate(view) -> (J,) int``: GPUs each job holds until the next decision (0 = not running).
+  Only active jobs (admitted, arrived, unfinished) may get GPUs, at most ``cap`` each, at most
+  ``total_gpus`` together; elastic policies pick any allowed count, the others the requested one.
+
+``next_decision(view)`` may ask for an extra decision (a planned scale change, a queue demotion).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+from enum import Enum, IntEnum
+
+import numpy as np
+
+
+from allocators.base import Plans, ProgramClass, SchedulingPolicy
+
+
+class JobState(IntEnum):
+    FUTURE = 0
+    PENDING = 1
+    RUNNING = 2
+    DONE = 3
+    DECLINED = 4
+    #: its leases failed too often on a real executor (never in simulation)
+    FAILED = 5
+
+
+class Charge(str, Enum):
+    """When the engine charges the scaling / restart overhead (published per policy)."""
+
+    EVERY_DECISION = "every_decision"
+    ON_CHANGE = "on_change"
+    ON_START = "on_start"
+    #: every running job pays the uncached overhead at every decision while arrivals remain (Gandiva)
+    FULL_WHILE_ARRIVING = "full_while_arriving"
+    NEVER = "never"
+
+
+@dataclass
+class JobsView:
+    """Everything a policy may read; arrays over all jobs of the trace (index = trace row).
+
+    ``rates[j, s]``: iterations/s of job j on ``gpu_counts[s]`` GPUs (NaN = unsupported; 0 beyond
+    the job's cap); ``remaining`` iterations left; ``executed`` seconds the job has run;
+    ``attained`` GPU·seconds of service; ``gpus`` the GPUs it holds since the last decision."""
+
+    now: float
+    slot: float
+    total_gpus: int
+    gpus_per_node: int
+    gpu_counts: np.ndarray
+    state: np.ndarray
+    submit: np.ndarray
+    deadline: np.ndarray
+    best_effort: np.ndarray
+    iterations: np.ndarray
+    remaining: np.ndarray
+    requested: np.ndarray
+    duration: np.ndarray
+    cap: np.ndarray
+    rates: np.ndarray
+    gpus: np.ndarray
+    executed: np.ndarray
+    attained: np.ndarray
+    decisions: int = 0
+    #: seconds of each decision interval a running job loses at least (the overhead model's base
+    #: charge for policies charged at every decision; 0 otherwise)
+    overhead_floor: float = 0.0
+
+    def active(self) -> np.ndarray:
+        """Indices of admitted, arrived, unfinished jobs (pending or running)."""
+        return np.flatnonzero((self.state == JobState.PENDING) | (self.state == JobState.RUNNING))
+
+    def columns(self, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Table column of each GPU count, and whether the count is a column (0 is not)."""
+        gpus = np.asarray(gpus)
+        col = np.minimum(np.searchsorted(self.gpu_counts, gpus), len(self.gpu_counts) - 1)
+        return col, (gpus > 0) & (self.gpu_counts[col] == gpus)
+
+    def rate(self, jobs: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+        """Iterations/s of ``jobs`` on ``gpus`` GPUs each (0 for 0 GPUs or an unsupported count)."""
+        col, ok = self.columns(gpus)
+        return np.nan_to_num(np.where(ok, self.rates[jobs, col], 0.0), nan=0.0)
+
+    def allowed(self, jobs: np.ndarray) -> np.ndarray:
+        """(len(jobs), S) mask of GPU counts each job may run on."""
+        r = self.rates[jobs]
+        return np.isfinite(r) & (r > 0) & (self.gpu_counts[None, :] <= self.cap[jobs, None])
+
+
+class SlotPolicy(SchedulingPolicy):
+    """A policy planning GPUs per job per slot, with admission (see the module doc)."""
+
+    system = "ElasticFlow"
+    program = ProgramClass.HEURISTIC
+    plans = Plans.GPUS
+    elastic: bool = True
+    #: progress is measured in seconds run against the trace's ``duration`` column (published
+    #: Gandiva and Tiresias), not in iterations from the throughput table
+    duration_based: bool = False
+    charge: Charge = Charge.ON_CHANGE
+    #: ``cap`` source: "table" (largest supported count) or "elasticflow" (published hand-set caps)
+    caps: str = "table"
+
+    def admit(self, view: JobsView, arrivals: np.ndarray) -> np.ndarray:
+        return np.ones(len(arrivals), dtype=bool)
+
+    @abstractmethod
+    def allocate(self, view: JobsView) -> np.ndarray:
+        """GPUs per job (length J) until the next decision."""
+
+    def next_decision(self, view: JobsView) -> float:
+        return np.inf
+
+    def solve_log(self) -> list[dict]:
+        """One row per program solved (time, size, build/solve seconds, method); empty for heuristics."""
+        return []
+

@@ -1,0 +1,295 @@
+"""The slotted engine for deadline-aware and elastic scheduling (ElasticFlow's simulation model).
+
+Decisions: the first at the first arrival; after a decision at t the next is at
+max(t + Δ, earliest event), events being arrivals, predicted completions and a policy's own
+requests (a planned scale change). Every arrival since the last decision is decided at that
+decision, together with the others (the published simulator folds events the same way).
+
+At a decision: progress of the elapsed interval is credited (a job on n GPUs runs the interval
+minus its overhead at the rate of the table, or of its trace duration for duration-based
+policies); jobs whose remaining work hit zero finish at the exact time inside the interval (their
+GPUs stay idle until this decision); the policy admits or declines the arrivals, then picks GPU
+counts; jobs are placed on nodes (:mod:`simulator.buddy`), and the overhead of the coming
+interval is charged as the policy's published rule says (:mod:`simulator.overheads`).
+
+A late job keeps running and counts as missed when it finishes; a declined job never runs.
+
+Crediting goes through the engine's :class:`~simulator.executor.Executor`, the same contract
+as the round engine's: each interval's holders are one :class:`~simulator.executor.Leases`
+(planned: the whole steps its progress crosses), credited with what the executor reports
+(a failed lease credits nothing; :data:`~simulator.executor.MAX_FAILED_LEASES` of them end the job
+as failed). The default :class:`~simulator.executor.SimulatedExecutor` credits exact fractional
+progress without building leases.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from allocators.slot_plans import Charge, SlotPolicy, JobState, JobsView
+
+from simulator.buddy import RankSetCache, place
+from simulator.metrics import SimulationResult, slot_result
+from simulator.workloads import SlotWorkload
+from simulator.engine.rounds import SimulationError
+from simulator.executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor
+from simulator.overheads import OverheadModel
+
+#: ``progress(now, done, total, decisions, last_decision_seconds)``
+Progress = Callable[[float, int, int, int, float], None]
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class SlotConfig:
+    """Slot length Δ (s), the overhead model (None: the published one for the cluster), and a
+    stall guard: stop with an error after this many decisions in a row where active jobs exist
+    but none can run and nothing is due to arrive."""
+
+    slot: float = 60.0
+    overhead: OverheadModel | None = None
+    stall_decisions: int = 1000
+
+    def __post_init__(self) -> None:
+        if not self.slot > 0:
+            raise ValueError(f"slot must be > 0 s, got {self.slot}")
+
+
+@dataclass
+class _Timeline:
+    time: list = field(default_factory=list)
+    busy: list = field(default_factory=list)
+    efficiency: list = field(default_factory=list)
+    running: list = field(default_factory=list)
+    pending: list = field(default_factory=list)
+
+
+class SlotEngine:
+    def __init__(self, workload: SlotWorkload, policy: SlotPolicy, config: SlotConfig | None = None,
+                 executor: Executor | None = None):
+        self.workload = workload
+        self.executor = executor or SimulatedExecutor()
+        self._simulated = type(self.executor) is SimulatedExecutor
+        self.policy = policy
+        self.config = config or SlotConfig()
+        w = workload
+        self.overhead = self.config.overhead or OverheadModel.published(w.total_gpus, self.config.slot)
+        rates = w.duration_rates() if policy.duration_based else w.rates
+        cap = w.caps(policy.caps) if policy.elastic else w.requested
+        J = len(w)
+        self.view = JobsView(
+            now=0.0, slot=self.config.slot, total_gpus=w.total_gpus, gpus_per_node=w.gpus_per_node,
+            gpu_counts=w.gpu_counts, state=np.zeros(J, dtype=np.int8), submit=w.submit, deadline=w.deadline,
+            best_effort=w.best_effort, iterations=w.iterations, remaining=w.iterations.astype(float).copy(),
+            requested=w.requested, duration=w.duration, cap=cap, rates=rates, gpus=np.zeros(J, dtype=np.int64),
+            executed=np.zeros(J), attained=np.zeros(J),
+            overhead_floor=self.overhead.base if policy.charge is Charge.EVERY_DECISION else 0.0,
+        )
+        self.finish = np.full(J, np.nan)
+        self.first_start = np.full(J, np.nan)
+        self.overhead_due = np.zeros(J)
+        self.overhead_total = np.zeros(J)
+        self.unschedulable = np.zeros(J, dtype=bool)
+        self.preemptions = np.zeros(J, dtype=np.int64)
+        self.failed_leases = np.zeros(J, dtype=np.int64)
+        self.redone_gpu_seconds = 0.0
+        self.failures: dict[int, str] = {}
+
+    def run(self, progress: Progress | None = None) -> SimulationResult:
+        v, w = self.view, self.workload
+        J = len(w)
+        arrival_order = np.argsort(w.submit, kind="stable")
+        next_arrival = 0
+        cache = RankSetCache()
+        shift = int(np.ceil(np.log2(w.total_gpus + 1))) + 1
+        timeline = _Timeline()
+        decision_seconds: list[float] = []
+        stalled = 0
+        t = float(w.submit[arrival_order[0]]) if J else 0.0
+        last = t
+        started = _time.perf_counter()
+        while True:
+            self._credit(last, t)
+            v.now = t
+            arrived_until = np.searchsorted(w.submit[arrival_order], t, side="right")
+            arrivals = arrival_order[next_arrival:arrived_until]
+            next_arrival = arrived_until
+            tick = _time.perf_counter()
+            if arrivals.size:
+                self._admit(arrivals)
+            gpus = self._allocate()
+            decision_seconds.append(_time.perf_counter() - tick)
+            self._start(gpus, cache, shift, arriving=next_arrival < J)
+            v.decisions += 1
+            self._record(timeline, t)
+            if progress is not None:
+                done = int(np.count_nonzero(v.state >= JobState.DONE))
+                progress(t, done, J, v.decisions, decision_seconds[-1])
+            active = v.active()
+            if next_arrival >= J and not active.size:
+                break
+            events = [self.policy.next_decision(v)]
+            if next_arrival < J:
+                events.append(float(w.submit[arrival_order[next_arrival]]))
+            running = np.flatnonzero(v.gpus > 0)
+            if running.size:
+                rate = v.rate(running, v.gpus[running])
+                events.append(float(np.min(t + self.overhead_due[running] + v.remaining[running] / rate)))
+                stalled = 0
+            elif next_arrival >= J:
+                stalled += 1
+                if stalled >= self.config.stall_decisions:
+                    raise SimulationError(
+                        f"{self.policy.name}: {active.size} job(s) wait but none can run for {stalled} decisions "
+                        f"(first: job {w.job_ids[active[0]]}, needs {int(v.requested[active[0]])} GPUs of "
+                        f"{w.total_gpus})")
+            upcoming = min(events)
+            last, t = t, max(t + self.config.slot, upcoming if np.isfinite(upcoming) else t + self.config.slot)
+        return slot_result(
+            workload=w, policy=self.policy, slot=self.config.slot, overhead=self.overhead, finish=self.finish,
+            first_start=self.first_start, state=v.state.copy(), overhead_seconds=self.overhead_total,
+            timeline=timeline, decision_seconds=np.asarray(decision_seconds), decisions=v.decisions,
+            wall_seconds=_time.perf_counter() - started, unschedulable=self.unschedulable,
+            preemptions=self.preemptions, failed_leases=self.failed_leases,
+            redone_gpu_seconds=self.redone_gpu_seconds, failures=self.failures,
+        )
+
+    def _credit(self, start: float, end: float) -> None:
+        """Progress of the jobs holding GPUs over [start, end]: ``rate × (end − start − overhead)``
+        iterations, or what the executor reports for the interval's leases."""
+        v = self.view
+        jobs = np.flatnonzero(v.gpus > 0)
+        if not jobs.size or end <= start:
+            return
+        n = v.gpus[jobs]
+        rate = v.rate(jobs, n)
+        lost = np.minimum(self.overhead_due[jobs], end - start)
+        run = (end - start) - lost
+        need = v.remaining[jobs] / rate
+        if self._simulated:
+            finishing = need <= run + _EPS
+            v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - run * rate)
+        else:
+            credited, failed = self._execute(start, jobs, n, rate, lost, np.minimum(need, run))
+            finishing = ~failed & (credited >= v.remaining[jobs] - _EPS)
+            v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - credited)
+        ran = np.where(finishing, need, run)
+        v.executed[jobs] += ran
+        v.attained[jobs] += ran * n
+        self.overhead_total[jobs] += lost
+        self.overhead_due[jobs] -= lost
+        done = jobs[finishing]
+        self.finish[done] = start + lost[finishing] + need[finishing]
+        v.state[done] = JobState.DONE
+        v.gpus[done] = 0
+
+    def _execute(self, start: float, jobs: np.ndarray, n: np.ndarray, rate: np.ndarray, lost: np.ndarray,
+                 seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The interval's leases run by the executor: (iterations credited, failed) per job. A lease
+        plans the whole steps its progress ``rate × seconds`` crosses (all that remain for a job
+        finishing in it), so a job that did every planned step has trained ⌊progress⌋ steps; one
+        that does them is credited the interval's exact progress, one that does fewer its steps. A
+        job with :data:`MAX_FAILED_LEASES` failed leases ends as failed."""
+        v = self.view
+        work = seconds * rate
+        done = v.iterations[jobs] - v.remaining[jobs]
+        trained = np.floor(done + _EPS)
+        ending = work >= v.remaining[jobs] - _EPS
+        planned = (np.where(ending, v.iterations[jobs], np.floor(done + work + _EPS)) - trained).astype(np.int64)
+        leases = Leases(start, jobs, np.zeros(jobs.size, dtype=np.int64), n, planned, seconds)
+        outcome = self.executor.execute(leases)
+        outcome.check(leases)
+        failed = outcome.failed
+        if failed.any():
+            self.failed_leases[jobs[failed]] += 1
+            self.redone_gpu_seconds += float((seconds[failed] * n[failed]).sum())
+            dead = jobs[failed & (self.failed_leases[jobs] >= MAX_FAILED_LEASES)]
+            for job in dead.tolist():
+                self.failures[job] = outcome.reasons[job]
+            v.state[dead] = JobState.FAILED
+            v.gpus[dead] = 0
+        credited = np.where(outcome.steps >= planned, work, outcome.steps)
+        return np.where(failed, 0.0, credited), failed
+
+    def _admit(self, arrivals: np.ndarray) -> None:
+        v = self.view
+        runnable = (v.cap[arrivals] > 0) & (v.allowed(arrivals).any(axis=1))
+        self.unschedulable[arrivals[~runnable]] = True
+        v.state[arrivals[~runnable]] = JobState.DECLINED
+        arrivals = arrivals[runnable]
+        if not arrivals.size:
+            return
+        v.state[arrivals] = JobState.PENDING
+        ok = np.asarray(self.policy.admit(v, arrivals), dtype=bool) | v.best_effort[arrivals]
+        v.state[arrivals[~ok]] = JobState.DECLINED
+
+    def _allocate(self) -> np.ndarray:
+        v = self.view
+        gpus = np.asarray(self.policy.allocate(v), dtype=np.int64)
+        active = np.zeros(len(gpus), dtype=bool)
+        active[v.active()] = True
+        given = np.flatnonzero(gpus > 0)
+        bad = given[~active[given]]
+        if bad.size:
+            raise SimulationError(f"{self.policy.name} gave GPUs to job {self.workload.job_ids[bad[0]]}, "
+                                  f"which is not active ({JobState(v.state[bad[0]]).name})")
+        if given.size:
+            col, legal = v.columns(gpus[given])
+            legal &= v.allowed(given)[np.arange(given.size), col]
+            if not legal.all():
+                j = given[~legal][0]
+                raise SimulationError(f"{self.policy.name} gave job {self.workload.job_ids[j]} {gpus[j]} GPUs, "
+                                      f"not an allowed count (cap {int(v.cap[j])})")
+        if gpus.sum() > v.total_gpus:
+            raise SimulationError(f"{self.policy.name} allocated {int(gpus.sum())} GPUs of {v.total_gpus}")
+        return gpus
+
+    def _start(self, gpus: np.ndarray, cache: RankSetCache, shift: int, arriving: bool) -> None:
+        """Place the new allocation, charge overheads, update states."""
+        v = self.view
+        order = v.active()
+        first, placed = place(gpus, order, v.gpus_per_node, v.total_gpus)
+        gpus = np.where(placed, gpus, 0)
+        restart = self.overhead.is_restart(v.decisions)
+        on = np.flatnonzero(gpus > 0)
+        cached = cache.lookup_and_add(first[on], gpus[on], shift)
+        if restart:
+            cache.clear()
+        charge = self.policy.charge
+        if charge is Charge.EVERY_DECISION:
+            due = on
+        elif charge is Charge.ON_START:
+            due = on[v.gpus[on] == 0]
+            cached = np.zeros(due.size, dtype=bool)
+        elif charge is Charge.FULL_WHILE_ARRIVING:
+            due = on if arriving else on[:0]
+            cached = np.zeros(due.size, dtype=bool)
+        elif charge is Charge.ON_CHANGE:
+            changed = v.gpus[on] != gpus[on]
+            due, cached = on[changed], cached[changed]
+        else:
+            due = on[:0]
+            cached = cached[:0]
+        self.overhead_due[:] = 0.0
+        self.overhead_due[due] = self.overhead.seconds(gpus[due], cached, restart)
+        self.preemptions[order[(v.gpus[order] > 0) & (gpus[order] == 0)]] += 1
+        fresh = on[np.isnan(self.first_start[on])]
+        self.first_start[fresh] = v.now
+        v.state[order] = np.where(gpus[order] > 0, JobState.RUNNING, JobState.PENDING)
+        v.gpus[:] = gpus
+
+    def _record(self, timeline: _Timeline, t: float) -> None:
+        v = self.view
+        on = np.flatnonzero(v.gpus > 0)
+        one = np.nan_to_num(v.rates[on, 0], nan=0.0)
+        speedup = np.where(one > 0, v.rate(on, v.gpus[on]) / np.where(one > 0, one, 1.0), 0.0)
+        timeline.time.append(t)
+        timeline.busy.append(int(v.gpus.sum()))
+        timeline.efficiency.append(float(speedup.sum() / v.total_gpus))
+        timeline.running.append(int(on.size))
+        timeline.pending.append(int(np.count_nonzero(v.state == JobState.PENDING)))
