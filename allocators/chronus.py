@@ -73,6 +73,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from allocators.base import ProgramClass
+from allocators.slot_plans import Charge, JobsView, SlotPolicy
 from formulations.chronus import (
     STRICT_VALUE,
     LeaseProblem,
@@ -85,9 +87,6 @@ from formulations.chronus import (
     solve_leases,
 )
 from optim import SolveOptions
-
-from allocators.base import ProgramClass
-from allocators.slot_plans import Charge, SlotPolicy, JobsView
 
 #: the policy's classes of a job (beyond the engine's states)
 UNSEEN, GUARANTEED, OPPORTUNISTIC, EXHAUSTED, BEST_EFFORT = 0, 1, 2, 3, 4

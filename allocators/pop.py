@@ -42,11 +42,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from formulations import Allocation, AllocationProblem, JobPairs
-from optim import solve
-
 from allocators.base import FormulationPolicy, Policy
 from allocators.round_plans import RoundPlanner
+from formulations import Allocation, AllocationProblem, JobPairs
+from optim import solve
 
 #: ``<policy>@pop<k>`` names a policy partitioned into k parts
 POP_SUFFIX = "@pop"

@@ -7,8 +7,6 @@ where two systems use one name (Gandiva), the later one's carries a suffix (``ga
 
 from __future__ import annotations
 
-from optim import SolveOptions
-
 from allocators.base import Policy, SchedulingPolicy
 from allocators.chronus import Chronus
 from allocators.elasticflow.edf import EDF, EDFAccessControl
@@ -30,6 +28,7 @@ from allocators.pop import POP_SUFFIX, Partitioned
 from allocators.shockwave.gandiva_fair import GandivaFair
 from allocators.shockwave.policy import Shockwave
 from allocators.slot_plans import SlotPolicy
+from optim import SolveOptions
 
 #: the baselines that solve nothing, under Gavel's and Shockwave's names
 HEURISTICS = (Isolated, Proportional, Fifo, FifoPerf, FifoPacked, Gandiva, GandivaFair, AlloX)

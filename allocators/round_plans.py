@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from formulations import ProblemError
-
 from allocators.base import Plans, Policy
+from formulations import ProblemError
 
 
 @dataclass(frozen=True)

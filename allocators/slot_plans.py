@@ -20,7 +20,6 @@ from enum import Enum, IntEnum
 
 import numpy as np
 
-
 from allocators.base import Plans, ProgramClass, SchedulingPolicy
 
 

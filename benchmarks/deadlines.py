@@ -69,7 +69,8 @@ def published_ratios(data: Path) -> dict[tuple[str, str], float]:
     if path.exists():
         with path.open(newline="") as f:
             for r in csv.DictReader(f):
-                ratios[(r["trace"], ORACLE_POLICY.get(r["policy"], r["policy"]))] = float(r["deadline_satisfactory_ratio"])
+                key = (r["trace"], ORACLE_POLICY.get(r["policy"], r["policy"]))
+                ratios[key] = float(r["deadline_satisfactory_ratio"])
     return ratios
 
 

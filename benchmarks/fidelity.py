@@ -33,8 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulator.simulate import simulate_deadlines
-from simulator.simulate import simulate
+from simulator.simulate import simulate, simulate_deadlines
 
 from .rows import write_rows
 from .shockwave import CASES as SHOCKWAVE_CASES
@@ -135,7 +134,8 @@ def elasticflow_runs(data: Path) -> list[Run]:
         runs.append(Run("elasticflow", "oracle", case[0], case[1], "elasticflow", "default", published, None,
                         False, case))
     for (spec, policy), ratio in FIG9_SIMULATOR.items():
-        paper = (("paper Fig. 9", {"deadline_satisfactory_ratio": FIG9[spec, policy]}),) if (spec, policy) in FIG9 else ()
+        paper = ((("paper Fig. 9", {"deadline_satisfactory_ratio": FIG9[spec, policy]}),)
+                 if (spec, policy) in FIG9 else ())
         runs.append(Run("elasticflow", "published simulator, Fig. 9 cases", FIG9_TRACE, spec, policy, "default",
                         {"deadline_satisfactory_ratio": ratio}, 0.05, False,
                         (FIG9_TRACE, spec, "throughputs_A100", 240.0), paper))

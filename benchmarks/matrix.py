@@ -29,10 +29,9 @@ from pathlib import Path
 
 from allocators.registry import SLOT_POLICIES
 from allocators.shockwave.config import read_shockwave_config
-from simulator.simulate import simulate_deadlines
 from simulator.engine.rounds import SimulationConfig
 from simulator.outcomes import SUMMARY_KEYS
-from simulator.simulate import default_solver, simulate
+from simulator.simulate import default_solver, simulate, simulate_deadlines
 
 from .rows import write_rows
 

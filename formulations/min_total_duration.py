@@ -12,9 +12,9 @@ The allocation's objective is the makespan 1/u in seconds.
 
 The published Gavel policy instead bisects on the makespan T over the feasibility
 programs of :func:`build_deadline` (every job done within T, constant objective) and
-keeps the solution of the last feasible T; :mod:`allocators.gavel.min_total_duration` does the
-same with ``gavel_compat``, over :func:`build_deadline_published`, which lays the program
-out as the published code does.
+keeps the solution of the last feasible T; :mod:`allocators.gavel.min_total_duration` does
+the same with ``gavel_compat``, over :func:`build_deadline_published`, which lays the
+program out as the published code does.
 """
 
 from __future__ import annotations
@@ -82,7 +82,8 @@ def build_deadline_published(problem: AllocationProblem, variant: Variant, deadl
     Columns: ``x`` over (jobs by id) x (types by name), column-major; free bounds. Rows, all
     ``<=`` and in this order: ``-x <= 0``; ``sum_i s_i x_ij <= W_j``; ``sum_j x_ij <= 1``;
     ``-sum_j T_ij x_ij <= -R_i / deadline`` (the "agnostic" rate is the v100 rate on
-    every type, as published, 0 included; without v100, :func:`reference_rates`). Read it back with :func:`published_allocation`."""
+    every type, as published, 0 included; without v100, :func:`reference_rates`). Read it back
+    with :func:`published_allocation`."""
     if variant not in ("perf", "agnostic"):
         raise ValueError(f"the published layout covers min_total_duration[perf|agnostic], not [{variant}]")
     R = problem.require("remaining_steps", f"min_total_duration[{variant}]")

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.simulate import simulate_deadlines
 from simulator.elasticflow_traces import read_deadline_trace
 from simulator.node_cluster import read_cluster_spec
-from simulator.simulate import simulate
+from simulator.simulate import simulate, simulate_deadlines
 from simulator.traces import Trace
 
 from .fidelity import Fidelity, compare

@@ -14,9 +14,8 @@ from rich.table import Table
 
 from allocators import POLICIES, ProgramClass, UnknownPolicyError, make_policy
 from allocators.gavel.allox import SHOCKWAVE_ALLOX
+from allocators.registry import SLOT_POLICIES, policy_class
 from allocators.round_plans import RoundPlanner
-from allocators.registry import SLOT_POLICIES
-from allocators.registry import policy_class
 from allocators.shockwave.config import read_shockwave_config
 from formulations import ProblemError, allocation_violations
 from optim import Capability, OptimError, SolveOptions, all_backends, backends_with

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from allocators import POLICIES, UnknownPolicyError
 from allocators.registry import SLOT_POLICIES
-from simulator.simulate import simulate_deadlines
 from simulator.overheads import OverheadModel
+from simulator.simulate import simulate_deadlines
 
 
 def simulate_deadlines_command(*, trace: Path | None, cluster_spec: Path | None, throughput_dir: Path | None,

@@ -22,7 +22,6 @@ import math
 import numpy as np
 
 from allocators.round_plans import EpochProfile
-
 from simulator.adaptation import (
     DATASET_SIZES,
     batch_size_schedule,

@@ -16,8 +16,8 @@ Per run (``SUMMARY_KEYS``):
   (isolated run time × max(1, N / G)); ``*_unfair_fraction``: share of jobs above 1.05;
 - deadlines: ``deadline_satisfactory_ratio`` = deadline jobs finished by their deadline / deadline
   jobs (declined ones count as missed), with ``deadline_jobs``, ``accepted``, ``declined``,
-  ``finished_on_time``, ``finished_late``, ``unfinished`` (neither finished, declined nor failed); ``best_effort_average_jct`` over jobs
-  without a deadline;
+  ``finished_on_time``, ``finished_late``, ``unfinished`` (neither finished, declined nor failed);
+  ``best_effort_average_jct`` over jobs without a deadline;
 - ``cluster_efficiency_mean`` = time average of Σ_running rate(n) / rate(1) over the GPUs
   (ElasticFlow's CE; 1 = every GPU as useful as a job's first);
 - ``jobs_failed`` (their leases failed too often on a real executor) and ``failed_leases``;
@@ -39,7 +39,8 @@ SUMMARY_KEYS = ("jobs", "jobs_completed", "average_jct", "median_jct", "p99_jct"
                 "queueing_delay_p999", "makespan", "utilization", "rho_mean", "rho_worst", "unfair_fraction",
                 "ftf_mean", "ftf_worst", "ftf_unfair_fraction", "deadline_jobs", "deadline_satisfactory_ratio",
                 "accepted", "declined", "finished_on_time", "finished_late", "unfinished",
-                "best_effort_average_jct", "cluster_efficiency_mean", "jobs_failed", "failed_leases", "preemptions", "solver_seconds_p50",
+                "best_effort_average_jct", "cluster_efficiency_mean", "jobs_failed", "failed_leases", "preemptions",
+                "solver_seconds_p50",
                 "solver_seconds_p99", "solver_seconds_total")
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from formulations import Allocation
-
 from simulator.files import write_atomically
 
 OUTPUT_SUFFIXES = (".csv", ".json")

@@ -11,13 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import replace
-
 from pathlib import Path
 
 from allocators import ProgramClass, make_policy
 from allocators.registry import POLICIES, SLOT_POLICIES, UnknownPolicyError, make_slot_policy, policy_class
 from optim import SolveOptions
-
 from simulator.cluster import Cluster, parse_cluster, parse_prices
 from simulator.elasticflow_traces import DeadlineTrace, read_deadline_trace
 from simulator.engine.rounds import Engine, Progress, SimulationConfig
@@ -205,4 +203,5 @@ def run_slot_workload(workload: SlotWorkload, policy: str, solver: str, options:
     return result
 
 
-__all__ = ["EXAMPLE", "GPU_TYPES", "default_solver", "example_workload", "gpu_type_of", "simulate", "simulate_deadlines"]
+__all__ = ["EXAMPLE", "GPU_TYPES", "default_solver", "example_workload", "gpu_type_of", "simulate",
+           "simulate_deadlines"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from formulations import AllocationProblem, JobPairs
-
 from simulator.cluster import Cluster
 from simulator.jobs import JobSet
 from simulator.throughputs import ThroughputTable

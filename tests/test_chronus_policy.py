@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from allocators.registry import SLOT_POLICIES, make_slot_policy
 from allocators.chronus import (
     GUARANTEED,
     OPPORTUNISTIC,
@@ -16,16 +15,17 @@ from allocators.chronus import (
     cut_horizon,
     uncut_schedule,
 )
+from allocators.registry import SLOT_POLICIES, make_slot_policy
 from formulations import chronus as lease_mip
 from formulations.chronus import LeaseProblem, plan_violations, solve_leases
 from optim import Result, Status
-from simulator.engine.slots import SlotConfig, SlotEngine
-from simulator.simulate import simulate_deadlines
 from simulator.elasticflow_traces import DeadlineTrace
-from simulator.workloads import SlotWorkload
+from simulator.engine.slots import SlotConfig, SlotEngine
 from simulator.iteration_tables import IterationTable
 from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
+from simulator.simulate import simulate_deadlines
+from simulator.workloads import SlotWorkload
 
 COUNTS = np.array([1, 2, 4, 8])
 RATE = np.array([1.0, 2.0, 4.0, 8.0])  # iterations/s on 1, 2, 4, 8 GPUs: run time = iterations / (GPUs)

@@ -7,14 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from allocators.gavel.allox import AlloX
+from allocators.gavel.allox import AlloX, first_in_line, match
 from allocators.gavel.fifo import Fifo, FifoPacked, FifoPerf
 from allocators.gavel.gandiva import Gandiva
 from allocators.gavel.isolated import Isolated
 from allocators.gavel.proportional import Proportional
 from allocators.registry import HEURISTICS
 from allocators.shockwave.gandiva_fair import GandivaFair
-from allocators.gavel.allox import first_in_line, match
 from formulations import (
     AllocationProblem,
     JobPairs,

@@ -8,21 +8,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_deadline_engine import write_inputs
+from test_slot_engine import write_inputs
 
 from allocators.registry import SLOT_POLICIES
 from simulator.cluster import parse_cluster
-from simulator.simulate import simulate_deadlines
 from simulator.elasticflow_traces import read_deadline_trace
-from simulator.workloads import SlotWorkload
 from simulator.example_table import example_table
 from simulator.generator import generate_trace
 from simulator.iteration_tables import read_throughput_dir
 from simulator.node_cluster import read_cluster_spec
 from simulator.outcomes import JOB_COLUMNS, SUMMARY_KEYS
-from simulator.simulate import simulate
+from simulator.simulate import simulate, simulate_deadlines
 from simulator.workload import WorkloadError, build_workload
-from simulator.workloads import DeadlineRule, as_deadline_workload, as_round_inputs, with_deadlines
+from simulator.workloads import DeadlineRule, SlotWorkload, as_deadline_workload, as_round_inputs, with_deadlines
 
 MATRIX = ("max_min_fairness_perf", "finish_time_fairness_perf", "shockwave", "elasticflow", "chronus", "edf",
           "dlas-gpu", "themis", "gandiva", "fifo")

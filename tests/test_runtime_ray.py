@@ -22,8 +22,8 @@ from runtime_bridge.ray_executor import RayExecutor  # noqa: E402
 from schedopt.cli import app  # noqa: E402
 from simulator.cluster import parse_cluster  # noqa: E402
 from simulator.engine.rounds import Engine, SimulationConfig  # noqa: E402
-from simulator.simulate import simulate  # noqa: E402
 from simulator.executor import MAX_FAILED_LEASES, SimulatedExecutor  # noqa: E402
+from simulator.simulate import simulate  # noqa: E402
 from simulator.throughputs import ThroughputTable, write_gavel_json  # noqa: E402
 from simulator.traces import read_trace  # noqa: E402
 from simulator.workload import build_workload  # noqa: E402

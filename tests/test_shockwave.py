@@ -17,15 +17,15 @@ from helpers import lp_backends
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from allocators.shockwave import policy as shockwave_policy
 from allocators.round_plans import EpochProfile, RoundState
-from allocators.shockwave.remaining_time import RemainingTime
-from allocators.shockwave.policy import Shockwave
+from allocators.shockwave import policy as shockwave_policy
 from allocators.shockwave.config import (
     ShockwaveConfig,
     ShockwaveConfigError,
     read_shockwave_config,
 )
+from allocators.shockwave.policy import Shockwave
+from allocators.shockwave.remaining_time import RemainingTime
 from formulations import ProblemError
 from formulations.shockwave import (
     LOG_FLOOR,

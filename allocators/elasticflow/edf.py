@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from allocators.slot_plans import Charge, SlotPolicy, JobsView
 from allocators.elasticflow.planning import edf_finish_times
+from allocators.slot_plans import Charge, JobsView, SlotPolicy
 
 
 def edf_allocation(view: JobsView, jobs: np.ndarray) -> np.ndarray:

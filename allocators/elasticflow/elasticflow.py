@@ -44,6 +44,9 @@ import time
 
 import numpy as np
 
+from allocators.base import ProgramClass
+from allocators.elasticflow.edf import deadline_order, edf_allocation
+from allocators.slot_plans import Charge, JobsView, SlotPolicy
 from formulations.elasticflow import (
     TOL,
     AdmissionProblem,
@@ -56,10 +59,6 @@ from formulations.elasticflow import (
     solve_admission,
 )
 from optim import SolveOptions
-
-from allocators.base import ProgramClass
-from allocators.slot_plans import Charge, SlotPolicy, JobsView
-from allocators.elasticflow.edf import deadline_order, edf_allocation
 
 
 class ElasticFlow(SlotPolicy):

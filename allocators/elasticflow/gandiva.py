@@ -43,9 +43,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
 from optim import SolveOptions
-
-from allocators.slot_plans import Charge, SlotPolicy, JobState, JobsView
 
 #: the published node-set classes, in its dict order
 CLASSES = (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 88, 128, 256)

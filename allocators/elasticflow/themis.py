@@ -50,9 +50,8 @@ import time
 
 import numpy as np
 
+from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
 from optim import Capability, Model, SolveOptions, Status, get_backend, solve
-
-from allocators.slot_plans import Charge, SlotPolicy, JobState, JobsView
 
 METHODS = ("auto", "bisection", "conic", "lp")
 

@@ -31,9 +31,8 @@ import math
 
 import numpy as np
 
+from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
 from optim import SolveOptions
-
-from allocators.slot_plans import Charge, SlotPolicy, JobState, JobsView
 
 #: attained service (GPU·s) at which a job leaves Q0 and Q1 (the published queue_limit; its
 #: third entry, 18000, belongs to a fourth queue that dlas-gpu does not have)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from allocators.gavel.heuristic import HeuristicPolicy, arrival_order, resume, runnable
 from formulations import Allocation, AllocationProblem, ProblemError
 from optim import SolveOptions
-
-from allocators.gavel.heuristic import HeuristicPolicy, arrival_order, resume, runnable
 
 
 def match(processing: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:

@@ -15,9 +15,6 @@ from abc import abstractmethod
 
 import numpy as np
 
-from formulations import Allocation, AllocationProblem
-from optim import SolveOptions
-
 from allocators.gavel.heuristic import (
     HeuristicPolicy,
     Placement,
@@ -27,6 +24,8 @@ from allocators.gavel.heuristic import (
     resume,
     runnable,
 )
+from formulations import Allocation, AllocationProblem
+from optim import SolveOptions
 
 
 class _Fifo(HeuristicPolicy):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem, finish_time_fairness
 from optim import Capability, SolveOptions, Status, get_backend
-
-from allocators.base import Policy, ProgramClass
 
 METHODS = ("auto", "bisection", "conic")
 

@@ -6,11 +6,10 @@ import random
 
 import numpy as np
 
+from allocators.gavel.heuristic import HeuristicPolicy, PairIndex, adjacency, pair_gain, pair_runnable
 from formulations import Allocation, AllocationProblem
 from formulations.rates import equal_shares, runnable
 from optim import SolveOptions
-
-from allocators.gavel.heuristic import HeuristicPolicy, PairIndex, adjacency, pair_gain, pair_runnable
 
 
 class Gandiva(HeuristicPolicy):

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem
 from formulations.rates import pair_runnable, runnable
-
-from allocators.base import Policy, ProgramClass
 
 
 class HeuristicPolicy(Policy):

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from allocators.gavel.heuristic import HeuristicPolicy
 from formulations import Allocation, AllocationProblem
 from formulations.rates import isolated_shares
-
-from allocators.gavel.heuristic import HeuristicPolicy
 
 
 class Isolated(HeuristicPolicy):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from formulations import max_min_fairness
-
 from allocators.base import FormulationPolicy, ProgramClass
+from formulations import max_min_fairness
 
 
 class MaxMinFairness(FormulationPolicy):

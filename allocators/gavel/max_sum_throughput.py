@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem, max_sum_throughput
 from formulations.pair_generation import widen
 from optim import Status
-
-from allocators.base import Policy, ProgramClass
 
 
 class MaxSumThroughput(Policy):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from allocators.base import Policy, ProgramClass
 from formulations import (
     Allocation,
     AllocationProblem,
@@ -11,8 +12,6 @@ from formulations import (
 )
 from formulations.pair_generation import widen
 from optim import SolveOptions, Status
-
-from allocators.base import Policy, ProgramClass
 
 #: Gavel's search: T in [100 s, 1e6 s], halved until hi <= 1.05 lo, the range moved up
 #: tenfold while no T is feasible (we give up past 1e12 s).

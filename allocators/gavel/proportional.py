@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from formulations import Allocation, AllocationProblem
-
 from allocators.gavel.heuristic import HeuristicPolicy, runnable
+from formulations import Allocation, AllocationProblem
 
 
 class Proportional(HeuristicPolicy):

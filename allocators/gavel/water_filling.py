@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 
+from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem, water_filling
 from optim import SolveOptions
-
-from allocators.base import Policy, ProgramClass
 
 
 class MaxMinFairnessWaterFilling(Policy):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from allocators.gavel.heuristic import HeuristicPolicy
 from formulations import Allocation, AllocationProblem
 from formulations.rates import equal_shares, runnable
-
-from allocators.gavel.heuristic import HeuristicPolicy
 
 #: relative slack before a type counts as oversubscribed (float noise of the row scaling)
 _CAPACITY_SLACK = 1e-9

@@ -24,15 +24,14 @@ from dataclasses import replace
 
 import numpy as np
 
+from allocators.base import ProgramClass
+from allocators.round_plans import RoundPlan, RoundPlanner, RoundState
+from allocators.shockwave.config import ShockwaveConfig
+from allocators.shockwave.remaining_time import RemainingTime
 from formulations import shockwave as market_program
 from formulations.shockwave import Market
 from optim import SolveOptions, Status, solve
 from optim.errors import SolverFailedError
-
-from allocators.base import ProgramClass
-from allocators.round_plans import RoundPlan, RoundPlanner, RoundState
-from allocators.shockwave.remaining_time import RemainingTime
-from allocators.shockwave.config import ShockwaveConfig
 
 #: momentum of the finish-time estimate's history against its latest value
 MOMENTUM = 0.9
@@ -80,7 +79,8 @@ class Shockwave(RoundPlanner):
     def _predictor(self, state: RoundState, job: int) -> RemainingTime:
         pred = self._predictors.get(job)
         if pred is None:
-            pred = self._predictors[job] = RemainingTime(*state.profile.job(job), published="predictor" in self.published)
+            pred = self._predictors[job] = RemainingTime(*state.profile.job(job),
+                                                         published="predictor" in self.published)
         return pred
 
     def plan(self, state: RoundState) -> RoundPlan:

@@ -41,7 +41,6 @@ from allocators import Policy
 from allocators.round_plans import RoundPlanner, RoundState
 from formulations import AllocationProblem, JobPairs, ProblemError
 from optim import OptimError
-
 from simulator.adaptive import AdaptiveJobs
 from simulator.combos import Combos
 from simulator.executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor

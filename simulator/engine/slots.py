@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from allocators.slot_plans import Charge, SlotPolicy, JobState, JobsView
-
+from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
 from simulator.buddy import RankSetCache, place
-from simulator.metrics import SimulationResult, slot_result
-from simulator.workloads import SlotWorkload
 from simulator.engine.rounds import SimulationError
 from simulator.executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor
+from simulator.metrics import SimulationResult, slot_result
 from simulator.overheads import OverheadModel
+from simulator.workloads import SlotWorkload
 
 #: ``progress(now, done, total, decisions, last_decision_seconds)``
 Progress = Callable[[float, int, int, int, float], None]

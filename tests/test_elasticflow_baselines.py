@@ -10,17 +10,17 @@ import types
 import numpy as np
 import pytest
 
-from allocators.registry import SLOT_POLICIES, make_slot_policy
 from allocators.elasticflow.gandiva import Gandiva
 from allocators.elasticflow.themis import build_conic, build_level_lp, least_shares, solve_by_bisection
+from allocators.registry import SLOT_POLICIES, make_slot_policy
 from optim import Status, solve
-from simulator.engine.slots import SlotConfig, SlotEngine
-from simulator.simulate import simulate_deadlines
 from simulator.elasticflow_traces import DeadlineTrace
-from simulator.workloads import SlotWorkload
+from simulator.engine.slots import SlotConfig, SlotEngine
 from simulator.iteration_tables import IterationTable
 from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
+from simulator.simulate import simulate_deadlines
+from simulator.workloads import SlotWorkload
 
 COUNTS = np.array([1, 2, 4, 8])
 #: iterations/s on 1, 2, 4, 8 GPUs

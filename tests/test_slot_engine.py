@@ -1,4 +1,4 @@
-"""The slotted deadline engine, EDF and ElasticFlow on hand-made and published traces."""
+"""The slot clock, EDF and ElasticFlow on hand-made and published traces."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from schedopt.cli import app
 from simulator.buddy import RankSetCache, place
-from simulator.simulate import simulate_deadlines
 from simulator.overheads import OverheadModel
+from simulator.simulate import simulate_deadlines
 
 # iterations/s on 1, 2, 4, 8 GPUs: sub-linear, so elasticity trades GPU time for speed
 CURVE = "10,18,32,48"
