@@ -14,6 +14,7 @@ from allocators.registry import SLOT_POLICIES
 from simulator.cluster import parse_cluster
 from simulator.elasticflow_traces import read_deadline_trace
 from simulator.example_table import example_table
+from simulator.executor import Executor, LeaseResults
 from simulator.generator import generate_trace
 from simulator.iteration_tables import read_throughput_dir
 from simulator.node_cluster import read_cluster_spec
@@ -121,3 +122,43 @@ def test_capacity_holds_and_every_job_ends_on_random_deadline_workloads(tmp_path
     assert set(result.jobs["state"]) <= ENDS
     finished = result.jobs["state"] == "finished"
     assert (result.jobs["jct"][finished] > 0).all()
+
+
+class Ledger(Executor):
+    """Does every planned step, as the simulation does, and keeps every interval's leases."""
+
+    def __init__(self):
+        self.intervals = []
+
+    def execute(self, leases):
+        self.intervals.append(leases)
+        return LeaseResults(leases.steps.copy(), np.zeros(leases.steps.size, dtype=bool))
+
+
+@settings(max_examples=12)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from([p for p in MATRIX if p != "gandiva"]),
+       jobs=st.integers(2, 10))
+def test_work_is_conserved_for_random_workloads_under_random_policies(seed, policy, jobs):
+    """Every lease runs at the table's rate for its GPUs over its seconds (overheads excluded), a
+    finished job's leases add up to its work, no interval holds more GPUs than the cluster or a gang
+    other than a count the job can run on, and the leased run ends exactly as the simulated one."""
+    table = example_table()
+    trace = generate_trace(table, jobs, seed=seed, lam=300.0, multi_gpu=True)
+    run = dict(policy=policy, cluster="v100=8", gpus_per_server=4, deadlines="uniform:0.5:1.5", seed=seed)
+    ledger = Ledger()
+    leased, simulated = simulate(trace, executor=ledger, **run), simulate(trace, **run)
+    np.testing.assert_allclose(leased.jobs["finish"], simulated.jobs["finish"], rtol=1e-12)
+    assert leased.jobs["state"].tolist() == simulated.jobs["state"].tolist()
+    col = table.type_columns(("v100",))[0]
+    work, steps = np.zeros(jobs), np.zeros(jobs, dtype=np.int64)
+    for leases in ledger.intervals:
+        assert leases.gpus.sum() <= 8 and np.unique(leases.jobs).size == leases.jobs.size
+        keys = [(trace.job_types[j], int(n)) for j, n in zip(leases.jobs, leases.gpus)]
+        assert all(key in table.keys for key in keys), keys
+        rate = np.array([table.isolated[table.index_of(*key), col] for key in keys])
+        assert (leases.steps <= rate * leases.seconds + 1 + 1e-9).all()
+        np.add.at(work, leases.jobs, rate * leases.seconds)
+        np.add.at(steps, leases.jobs, leases.steps)
+    finished = leased.jobs["state"] == "finished"
+    np.testing.assert_allclose(work[finished], trace.total_steps[finished], rtol=1e-9)
+    np.testing.assert_array_equal(steps[finished], trace.total_steps[finished])

@@ -25,21 +25,17 @@ progress without building leases.
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
 from simulator.buddy import RankSetCache, place
-from simulator.engine.rounds import SimulationError
+from simulator.engine.rounds import Progress, SimulationError
 from simulator.executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
 from simulator.overheads import OverheadModel
 from simulator.workloads import SlotWorkload
-
-#: ``progress(now, done, total, decisions, last_decision_seconds)``
-Progress = Callable[[float, int, int, int, float], None]
 
 _EPS = 1e-9
 
