@@ -22,8 +22,9 @@ class SolveOptions:
     for log terms on backends without a log cone: the loop stops once
     (upper bound - best objective) / max(1, |best objective|) <= ``log_gap``.
     ``strict_time_limit``: keep to ``time_limit`` even where that costs the solver a heuristic
-    known to overrun it (HiGHS 1.16: its RINS / RENS sub-MIPs can run for minutes past the
-    limit, ERGO-Code/HiGHS#3237; they are switched off).
+    known to overrun it (HiGHS 1.16: its sub-MIP heuristics, RINS, RENS and root reduced cost,
+    can run for minutes past the limit in the sub-MIP's presolve, ERGO-Code/HiGHS#3237; they are
+    switched off).
     """
 
     threads: int | None = None

@@ -251,5 +251,5 @@ def test_a_strict_time_limit_switches_off_the_highs_heuristics_that_overrun_it()
     canon = ranged_lp("max").canonical()
     strict = highs.load_highs(canon, SolveOptions(time_limit=5.0, strict_time_limit=True))
     plain = highs.load_highs(canon, SolveOptions(time_limit=5.0))
-    for name in ("mip_heuristic_run_rins", "mip_heuristic_run_rens"):
+    for name in ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost"):
         assert strict.getOptionValue(name)[1] is False and plain.getOptionValue(name)[1] is True

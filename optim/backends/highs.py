@@ -15,6 +15,10 @@ from ..result import Result, Status, Timings
 from .base import Backend, LiveModel, stopwatch
 
 
+#: the heuristics that solve sub-MIPs, whose presolve does not keep to the time limit
+STRICT_OFF = ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost")
+
+
 class HighsBackend(Backend):
     spec = "highs"
     package = "highspy"
@@ -140,8 +144,8 @@ def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
     if options.time_limit is not None:
         h.setOptionValue("time_limit", float(options.time_limit))
         if options.strict_time_limit:
-            h.setOptionValue("mip_heuristic_run_rins", False)
-            h.setOptionValue("mip_heuristic_run_rens", False)
+            for heuristic in STRICT_OFF:
+                h.setOptionValue(heuristic, False)
     if options.mip_gap is not None:
         h.setOptionValue("mip_rel_gap", float(options.mip_gap))
     if options.seed is not None:
