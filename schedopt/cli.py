@@ -12,7 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from allocators import POLICIES, ProgramClass, UnknownPolicyError, make_policy
+from allocators import ALL_POLICIES, POLICIES, ProgramClass, UnknownPolicyError, make_policy
 from allocators.gavel.allox import SHOCKWAVE_ALLOX
 from allocators.registry import SLOT_POLICIES, policy_class
 from allocators.round_plans import RoundPlanner
@@ -108,16 +108,15 @@ def solvers() -> None:
 @app.command()
 @user_errors
 def policies() -> None:
-    """Every policy: who published it, what it plans (time shares of each type per round, or GPU counts
-    per slot), what it solves and the installed backends that run it (`schedopt solvers` for each).
+    """Every policy: who published it, what it plans (time shares of each type per round, or GPUs per job
+    for a whole round or a slot), what it solves and the installed backends that run it (`schedopt solvers` for each).
     Every policy runs on every workload (`schedopt simulate --policy P`)."""
     table = Table(title="policies")
     table.add_column("policy", min_width=26, overflow="fold")
     for col in ("system", "plans", "program", "backends"):
         table.add_column(col)
     conic = set(backends_with(frozenset({Capability.SOC})))
-    rows = [(cls.system, name, "shares", cls) for name, cls in POLICIES.items()]
-    rows += [(cls.system, name, "GPUs", cls) for name, cls in SLOT_POLICIES.items()]
+    rows = [(cls.system, name, str(cls.plans), cls) for name, cls in ALL_POLICIES.items()]
     for system, name, plans, cls in sorted(rows, key=lambda r: (r[0], r[1])):
         needs = cls.program.needs
         families: dict[str, list[str]] = {}

@@ -162,3 +162,18 @@ def test_work_is_conserved_for_random_workloads_under_random_policies(seed, poli
     finished = leased.jobs["state"] == "finished"
     np.testing.assert_allclose(work[finished], trace.total_steps[finished], rtol=1e-9)
     np.testing.assert_array_equal(steps[finished], trace.total_steps[finished])
+
+
+def test_every_policy_is_a_scheduling_policy_grouped_by_its_system():
+    from allocators import ALL_POLICIES, POLICIES, SLOT_POLICIES, Plans, SchedulingPolicy
+    from allocators.round_plans import RoundPlanner
+    from allocators.slot_plans import SlotPolicy
+
+    assert ALL_POLICIES.keys() == POLICIES.keys() | SLOT_POLICIES.keys()
+    for name, cls in ALL_POLICIES.items():
+        assert issubclass(cls, SchedulingPolicy) and cls.name == name
+        assert cls.plans is (Plans.GPUS if issubclass(cls, (RoundPlanner, SlotPolicy)) else Plans.SHARES)
+        assert cls.system in ("Gavel", "Shockwave", "ElasticFlow", "Chronus")
+        package = cls.__module__.split(".")[1]
+        assert package == {"Gavel": "gavel", "Shockwave": "shockwave", "ElasticFlow": "elasticflow",
+                           "Chronus": "chronus"}[cls.system], (name, cls.__module__)
