@@ -16,7 +16,7 @@ The objective is the "minimum satisfactory share" of deadlines.md: GPU-seconds p
 with δ_jk, the seconds the job can use, not the full ``slot_seconds``; both agree except
 in a job's first and deadline slots, where δ prices only what the job can use (admission
 only needs feasibility; the objective picks, among feasible plans, one that leaves most
-GPU time to others, which :func:`distribute_leftover` then hands out).
+GPU time to others, which :func:`formulations.leftover.distribute_leftover` then hands out).
 
 LP relaxation (:func:`build_lp`): T̂_j = the concave hull (upper hull) of
 {(0, 0)} ∪ {(n_s, T_js): s allowed} on [0, n̄_j], n̄_j = largest allowed size; y_jk
@@ -34,15 +34,14 @@ in (y, τ) as in x, so the image is LP-feasible with the same objective. Contrap
 no LP point ⇒ no MILP point; and the LP optimum is a lower bound on the MILP's.
 
 :func:`greedy_plan` is the published heuristic, :func:`insert_job` its one-job rule on what
-another plan leaves free, :func:`solve_admission` the decision
-(LP certificate, then MILP, greedy fallback reported in ``Plan.fell_back``), and
-:func:`distribute_leftover` this project's leftover-GPU rule. No knowledge of traces,
+another plan leaves free, and :func:`solve_admission` the decision (LP certificate, then MILP,
+greedy fallback reported in ``Plan.fell_back``); this project's leftover-GPU rule is
+:func:`formulations.leftover.distribute_leftover`. No knowledge of traces,
 files or simulators: only arrays.
 """
 
 from __future__ import annotations
 
-import heapq
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -582,62 +581,3 @@ def solve_admission(
     what = (f"hit the time limit ({time_limit} s) without a feasible point or an infeasibility proof"
             if res.status is Status.TIME_LIMIT else f"stopped with status {res.status} ({res.message})")
     return fallback(f"the MILP ({nb} binaries) {what}; used the published greedy (it {verdict})", res.status, rows)
-
-
-# ---------------------------------------------------------------------------- leftovers
-
-
-def distribute_leftover(gpus: np.ndarray, free: int, gpu_counts: np.ndarray, throughput: np.ndarray,
-                        eligible: np.ndarray | None = None) -> np.ndarray:
-    """Hand ``free`` leftover GPUs of one slot to jobs by marginal return.
-
-    Each job's upgrade is its current size -> the next allowed size (from 0: the smallest
-    allowed); its return is ΔT/Δn, throughput gained per added GPU. Repeatedly apply the
-    eligible upgrade with the largest return among those with ΔT > 0 and Δn <= what is
-    free (ties: lower job index); stop when none fits or none gains. A job whose next
-    size gains nothing is not upgraded further (sizes beyond it are not considered).
-
-    The published ``allocate_free_gpus`` differs: it ranks a job's upgrade by the change
-    in the job's planned GPU-seconds over its whole remaining plan (re-planned by the
-    greedy with the next size fixed in the current slot) per added GPU, in decreasing
-    order as written (``sort(..., reverse=True)``), with jobs holding no GPU now ranked
-    above all others; it upgrades the first job whose next size fits, re-ranks all, and
-    repeats while GPUs are left, with no requirement that throughput rise.
-    """
-    cur = np.asarray(gpus, dtype=np.int64).copy()
-    n = np.asarray(gpu_counts, dtype=np.int64)
-    T = np.asarray(throughput, dtype=float)
-    J, S = T.shape
-    if cur.shape != (J,) or n.shape != (S,):
-        raise ProblemError(f"distribute_leftover: gpus {cur.shape}, gpu_counts {n.shape}, throughput {T.shape}")
-    allowed = np.isfinite(T) & (np.nan_to_num(T, nan=0.0) > 0)
-    rate = np.where(allowed, np.nan_to_num(T, nan=0.0), 0.0)
-    ok = np.ones(J, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool).reshape(J)
-    pos = np.searchsorted(n, cur)
-    at = np.clip(pos, 0, S - 1)
-    if ((cur != 0) & ~((n[at] == cur) & allowed[np.arange(J), at])).any() or (cur < 0).any():
-        raise ProblemError("distribute_leftover: every current size must be 0 or an allowed size")
-    free = int(free)
-    nxt = [np.flatnonzero(allowed[j]).tolist() for j in range(J)]
-    heap = []
-
-    def push(j: int) -> None:
-        """Queue job j's next upgrade (the allowed size after its current one)."""
-        sizes = nxt[j]
-        now_rate = 0.0
-        while sizes and n[sizes[0]] <= cur[j]:
-            now_rate = rate[j, sizes.pop(0)]
-        if sizes and rate[j, sizes[0]] > now_rate:
-            dn = int(n[sizes[0]] - cur[j])
-            heapq.heappush(heap, (-(rate[j, sizes[0]] - now_rate) / dn, j, dn))
-
-    for j in np.flatnonzero(ok).tolist():
-        push(j)
-    while heap and free > 0:
-        _, j, dn = heapq.heappop(heap)
-        if dn > free:
-            continue  # free only shrinks: this upgrade never fits again
-        cur[j] += dn
-        free -= dn
-        push(j)
-    return cur

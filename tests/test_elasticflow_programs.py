@@ -12,12 +12,12 @@ from formulations.elasticflow import (
     build_lp,
     build_milp,
     decode_milp,
-    distribute_leftover,
     greedy_plan,
     insert_job,
     plan_violations,
     solve_admission,
 )
+from formulations.leftover import distribute_leftover
 from formulations.problem import ProblemError
 from optim import LicenseLimitError, Result, SolveOptions, Status, available_backends, solve
 

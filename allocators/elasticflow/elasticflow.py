@@ -52,12 +52,12 @@ from formulations.elasticflow import (
     AdmissionProblem,
     Plan,
     delivered,
-    distribute_leftover,
     greedy_plan,
     insert_job,
     plan_violations,
     solve_admission,
 )
+from formulations.leftover import distribute_leftover
 from optim import SolveOptions
 
 
