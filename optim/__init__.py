@@ -10,6 +10,7 @@
 """
 
 from .backends import all_backends, available_backends, get_backend, parse_spec
+from .canonical import CanonicalModel, HyperbolicCones, LogTerms, VarBlock, VarType
 from .capabilities import Capability
 from .certificate import Certificate, lp_certificate, lp_dual_bound
 from .errors import (
@@ -22,7 +23,7 @@ from .errors import (
     SolverFailedError,
     UnknownBackendError,
 )
-from .model import CanonicalModel, HyperbolicCones, LogTerms, Model, VarBlock, VarType
+from .model import Model
 from .options import SolveOptions
 from .result import Result, Status, Timings
 from .session import Session

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import CanonicalModel
+from .canonical import CanonicalModel
 
 
 @dataclass(frozen=True)

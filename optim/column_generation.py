@@ -20,9 +20,10 @@ import numpy as np
 from .backends import Backend, get_backend
 from .backends.column_masters import ColumnMaster, HighsColumnMaster, NewColumns
 from .backends.highs import HighsBackend
+from .canonical import CanonicalModel
 from .capabilities import Capability
 from .errors import ModelError
-from .model import CanonicalModel, Model
+from .model import Model
 from .options import SolveOptions
 from .result import Result, Status, Timings
 from .solve import solve

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .backends.base import Backend
-from .model import CanonicalModel
+from .canonical import CanonicalModel
 from .options import SolveOptions
 from .result import Result, Status, Timings
 

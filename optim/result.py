@@ -8,8 +8,8 @@ from enum import Enum
 
 import numpy as np
 
+from .canonical import VarBlock
 from .errors import LicenseLimitError, NoSolutionError, SolverFailedError
-from .model import VarBlock
 
 
 class Status(str, Enum):

@@ -19,10 +19,11 @@ from __future__ import annotations
 import time
 
 from .backends import Backend, get_backend
+from .canonical import CanonicalModel
 from .capabilities import Capability
 from .delta import model_delta
 from .errors import CapabilityError
-from .model import CanonicalModel, Model
+from .model import Model
 from .options import SolveOptions
 from .result import Result, Status
 from .solve import finished, solve

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from .backends import Backend, available_backends, get_backend
+from .canonical import CanonicalModel
 from .capabilities import Capability
 from .errors import CapabilityError, LicenseLimitError
-from .model import CanonicalModel, Model
+from .model import Model
 from .options import SolveOptions
 from .reformulations import solve_log_by_tangent_cuts, solve_without_columns
 from .result import Result, Status

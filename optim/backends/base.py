@@ -9,10 +9,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..canonical import CanonicalModel
 from ..capabilities import Capability
 from ..delta import ModelDelta
 from ..errors import CapabilityError
-from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result
 

@@ -17,8 +17,8 @@ import functools
 import numpy as np
 import scipy.sparse as sp
 
+from ..canonical import CanonicalModel
 from ..capabilities import Capability
-from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from ..sparse import csc_columns, csc_from_triplets, transpose_times

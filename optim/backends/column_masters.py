@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from ..model import CanonicalModel
+from ..canonical import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import Backend, stopwatch

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..canonical import CanonicalModel
 from ..capabilities import Capability
-from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import Backend, LiveModel, split_rows, stopwatch

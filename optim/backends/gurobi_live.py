@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..canonical import CanonicalModel
 from ..delta import ModelDelta
-from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import LiveModel, one_sided, stopwatch

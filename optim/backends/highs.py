@@ -8,12 +8,11 @@ import sys
 
 import numpy as np
 
+from ..canonical import CanonicalModel
 from ..capabilities import Capability
-from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import Backend, LiveModel, stopwatch
-
 
 #: the heuristics that solve sub-MIPs, whose presolve does not keep to the time limit
 STRICT_OFF = ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost")

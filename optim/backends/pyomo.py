@@ -10,8 +10,8 @@ from importlib import metadata
 
 import numpy as np
 
+from ..canonical import CanonicalModel
 from ..capabilities import Capability
-from ..model import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import Backend, stopwatch
