@@ -294,7 +294,12 @@ def simulate_command(
         "--throughput-dir and a deadline --trace (ElasticFlow / ITP CSV).")),
     throughput_dir: Path | None = typer.Option(None, help=(
         "Deadline runs: directory of per-model iteration tables (MODEL.csv: global_batch_size,1,2,4,...).")),
-    slot: float = typer.Option(60.0, help="Slot policies (elasticflow, edf, ...): scheduling slot in seconds."),
+    slot: float | None = typer.Option(None, help=(
+        "Slot policies (elasticflow, edf, ...): scheduling slot in seconds [default: the preset's; 60]")),
+    preset: str | None = typer.Option(None, help=(
+        "gavel | shockwave | elasticflow: that system's published settings for rounds (length, reset interval, "
+        "checkpoint overhead, runtime cap) and slots (length); explicit options override it [default: "
+        "shockwave for --policy shockwave and adaptive traces, else gavel; slots: elasticflow]")),
     deadlines: str | None = typer.Option(None, help=(
         "Draw deadlines for a trace without them: arrival + uniform:LO:HI x the isolated duration "
         "(ElasticFlow's rule: uniform:0.5:1.5; seeded by --seed); every policy is judged by them.")),
@@ -315,13 +320,14 @@ def simulate_command(
 
         policy = policy or "elasticflow"
         shockwave = policy == "shockwave"
+        round_config = SimulationConfig.from_preset(preset or ("shockwave" if shockwave else "gavel"), **fields)
         fields.pop("gpus_per_server")
         with progress_bar(progress, "decisions") as report:
             result = simulate_deadlines_command(
                 trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy,
                 solver=solver if solver != "auto" or policy in SLOT_POLICIES else default_solver(policy),
-                slot=slot, gpu_type=gpu_type, overhead=overhead, deadlines=deadlines, report=report,
-                round_config=SimulationConfig.shockwave(**fields) if shockwave else SimulationConfig(**fields))
+                slot=slot, preset=preset, gpu_type=gpu_type, overhead=overhead, deadlines=deadlines, report=report,
+                round_config=round_config)
         return show_result(result, out)
     policy = policy or "max_min_fairness_perf"
     sources = sum((trace is not None, generate is not None, example))
@@ -345,7 +351,7 @@ def simulate_command(
     spec = parse_cluster(cluster or DEFAULT_CLUSTER)
     workload = read_trace(trace) if trace is not None else None
     shockwave = policy == "shockwave" or (workload is not None and workload.adaptive)
-    config = SimulationConfig.shockwave(**fields) if shockwave else SimulationConfig(**fields)
+    config = SimulationConfig.from_preset(preset or ("shockwave" if shockwave else "gavel"), **fields)
     if shockwave and policy == "allox":
         params.update(SHOCKWAVE_ALLOX)
         err.print("allox: Shockwave's multi-GPU variant, alpha 0.2 (a gang of s GPUs counts as one job per type)",
@@ -365,7 +371,7 @@ def simulate_command(
     with progress_bar(progress, "decisions" if slots else "re-plans" if replans else "solves") as report:
         result = run_simulation(workload, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
                                 config=config, prices=prices, progress=report, policy_params=params,
-                                deadlines=deadlines, slot=slot)
+                                deadlines=deadlines, slot=slot, preset=preset)
     show_result(result, out)
 
 
@@ -403,8 +409,11 @@ def run_command(
     slots: int | None = typer.Option(None, help=(
         "GPU slots of the local Ray (emulated on CPUs where there is no GPU) \\[default: the cluster's GPUs].")),
     model_size: str = typer.Option("tiny", help="tiny | small | base: the reference models standing in for the jobs."),
-    round_length: float = typer.Option(360.0, "--round", help="Round policies: round length in simulated seconds."),
-    slot: float = typer.Option(60.0, help="Slot policies (elasticflow, edf, ...): slot length in simulated seconds."),
+    round_length: float | None = typer.Option(None, "--round", help=(
+        "Round policies: round length in simulated seconds [default: the preset's; 360]")),
+    slot: float | None = typer.Option(None, help=(
+        "Slot policies (elasticflow, edf, ...): slot length in simulated seconds [default: the preset's; 60]")),
+    preset: str | None = typer.Option(None, help="gavel | shockwave | elasticflow (see `schedopt simulate --help`)."),
     deadlines: str | None = typer.Option(None, help=(
         "Slot policies on a trace without deadlines: arrival + uniform:LO:HI x the isolated duration.")),
     gpus_per_server: int = typer.Option(1, help="GPUs per server (placement)."),
@@ -441,14 +450,15 @@ def run_command(
         raise ValueError(f"policy {policy!r} co-locates jobs on shared GPUs, which run does not support yet")
     slotted = policy in SLOT_POLICIES
     solver_spec = ("highs" if slotted else default_solver(policy)) if solver == "auto" else solver
-    config = SimulationConfig(round_length=round_length, gpus_per_server=gpus_per_server)
+    config = SimulationConfig.from_preset(preset or "gavel", gpus_per_server=gpus_per_server,
+                                          **({} if round_length is None else {"round_length": round_length}))
     if cluster_spec is not None or throughput_dir is not None:
         if cluster_spec is None or throughput_dir is None:
             raise ValueError("a deadline trace run needs both --cluster-spec and --throughput-dir")
         if deadlines is not None:
             raise ValueError(f"--deadlines: {trace} is a deadline trace and brings its own deadlines")
         jobs = DeadlineInputs(trace, cluster_spec, throughput_dir)
-        args = {"solver": solver_spec, "slot": slot, "round_config": config}
+        args = {"solver": solver_spec, "slot": slot, "preset": preset, "round_config": config}
     else:
         jobs = read_trace(trace)
         if jobs.adaptive:
@@ -456,7 +466,7 @@ def run_command(
         table = read_gavel_json(throughputs) if throughputs else _table_for(jobs, trace, example_table())
         spec = parse_cluster(cluster or f"{table.worker_types[0]}={slots or 1}")
         args = {"solver": solver_spec, "cluster": spec, "throughputs": table, "config": config,
-                "deadlines": deadlines, "slot": slot}
+                "deadlines": deadlines, "slot": slot, "preset": preset}
     with tempfile.TemporaryDirectory(prefix="schedopt-run-") as scratch:
         folder = out / "checkpoints" if out is not None else Path(scratch)
         with progress_bar(progress, "decisions" if slotted else "solves") as report:

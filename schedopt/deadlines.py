@@ -11,7 +11,8 @@ from simulator.simulate import simulate_deadlines
 
 
 def simulate_deadlines_command(*, trace: Path | None, cluster_spec: Path | None, throughput_dir: Path | None,
-                               policy: str, solver: str, slot: float, gpu_type: str | None,
+                               policy: str, solver: str, slot: float | None, preset: str | None,
+                               gpu_type: str | None,
                                overhead: float | None, deadlines: str | None, report, round_config):
     """Any policy on a deadline trace: a slot policy on the slotted engine, a round policy (with
     ``round_config``) on the round engine; returns the run's result."""
@@ -27,6 +28,7 @@ def simulate_deadlines_command(*, trace: Path | None, cluster_spec: Path | None,
     if policy in SLOT_POLICIES and overhead not in (None, 0):
         raise ValueError(f"--overhead for {policy}: 0 (none) or leave it out (the published model)")
     return simulate_deadlines(trace, cluster_spec, throughput_dir, policy=policy,
-                              solver="highs" if solver == "auto" else solver, slot=slot, gpu_type=gpu_type,
+                              solver="highs" if solver == "auto" else solver, slot=slot, preset=preset,
+                              gpu_type=gpu_type,
                               overhead=OverheadModel.none() if overhead == 0 else None, progress=report,
                               round_config=round_config)

@@ -175,7 +175,8 @@ def print_summary(summary: dict) -> None:
           if summary["solver_solve_seconds_total"] > 0 else []),
     ]
     _metrics(f"[bold]{summary['policy']}[/] with [bold]{summary['solver']}[/] on {summary['cluster']}: "
-             f"{summary['jobs_completed']}/{summary['jobs']} jobs completed, {summary['rounds']} rounds",
+             f"{summary['jobs_completed']}/{summary['jobs']} jobs completed, {summary['rounds']} rounds of "
+             f"{summary['round_length']:g} s ({summary['preset']} settings)",
              rows, summary["notes"])
 
 
@@ -212,5 +213,6 @@ def print_deadline_summary(s: dict) -> None:
                                             f"{s['solver_seconds_total']:.2f} s"),
         ("wall time", f"{s['wall_seconds']:.2f} s"),
     ]
-    _metrics(f"[bold]{s['policy']}[/] on {s['cluster']} ({s['gpus']} GPUs), {s['slot_seconds']:g} s slots: "
+    _metrics(f"[bold]{s['policy']}[/] on {s['cluster']} ({s['gpus']} GPUs), {s['slot_seconds']:g} s slots "
+             f"({s['preset']} settings): "
              f"{s['jobs']} jobs, {s['decisions']} decisions", rows, s["notes"])

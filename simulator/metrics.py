@@ -235,7 +235,7 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
     jobs.update(common_jobs, requested_gpus=tr.scale_factors, state=job_states(done, np.zeros_like(done), rec.failed))
     summary = {
         "policy": policy.name, "solver": policy.solver, "trace": tr.source, "cluster": str(workload.cluster),
-        "round_length": config.round_length, "reset_interval": config.reset_interval,
+        "preset": config.preset, "round_length": config.round_length, "reset_interval": config.reset_interval,
         "overhead": config.overhead, "seed": config.seed, "gavel_compat": config.gavel_compat,
         "window": list(config.window) if config.window else None,
         "jobs": int(workload.num_jobs), "jobs_completed": int(done.sum()), "window_jobs_completed": int(win.sum()),
@@ -282,7 +282,7 @@ def _efficiency_seconds(workload: Workload, gpu_seconds: np.ndarray) -> float:
     return float((gpu_seconds / s[:, None] * speedup).sum())
 
 
-def slot_result(*, workload, policy: SlotPolicy, slot: float, overhead, finish: np.ndarray,
+def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overhead, finish: np.ndarray,
                 first_start: np.ndarray, state: np.ndarray, overhead_seconds: np.ndarray, timeline,
                 decision_seconds: np.ndarray, decisions: int, wall_seconds: float, unschedulable: np.ndarray,
                 preemptions: np.ndarray, failed_leases: np.ndarray, redone_gpu_seconds: float,
@@ -324,6 +324,7 @@ def slot_result(*, workload, policy: SlotPolicy, slot: float, overhead, finish: 
         "trace": w.trace.source,
         "cluster": f"{w.cluster.num_nodes} nodes x {w.gpus_per_node} GPUs",
         "gpus": w.total_gpus,
+        "preset": preset,
         "slot_seconds": slot,
         "overhead_model": vars(overhead),
         "best_effort_jobs": int(w.best_effort.sum()),

@@ -18,6 +18,7 @@ from allocators.registry import POLICIES, SLOT_POLICIES, UnknownPolicyError, mak
 from optim import SolveOptions
 from simulator.cluster import Cluster, parse_cluster, parse_prices
 from simulator.elasticflow_traces import DeadlineTrace, read_deadline_trace
+from simulator.engine.presets import get_preset
 from simulator.engine.rounds import Engine, Progress, SimulationConfig
 from simulator.engine.slots import SlotConfig, SlotEngine
 from simulator.example_table import example_table
@@ -67,7 +68,8 @@ def simulate(
     policy_params: Mapping | None = None,
     executor: Executor | None = None,
     deadlines: str | DeadlineRule | None = None,
-    slot: float = 60.0,
+    slot: float | None = None,
+    preset: str | None = None,
     **config_fields,
 ) -> SimulationResult:
     """Replay ``trace`` (a path or a :class:`Trace`) or a workload drawn with
@@ -75,19 +77,20 @@ def simulate(
 
     ``throughputs`` defaults to the built-in example table; ``solver="auto"`` picks
     :func:`default_solver`; ``config_fields`` (``round_length``, ``window``, ``seed``,
-    ``gavel_compat``, ...) build the :class:`SimulationConfig` when ``config`` is None,
+    ``gavel_compat``, ...) over ``preset``'s settings (default Gavel's; see
+    :mod:`simulator.engine.presets`) build the :class:`SimulationConfig` when ``config`` is None,
     whose ``seed`` is also the solver's random seed unless ``options`` sets one;
     ``policy_params`` go to the policy's constructor (e.g. ``config`` for ``shockwave``);
     ``executor`` runs each round's (or slot's) leases (default: simulated, every planned step done).
 
     A deadline policy (``elasticflow``, ``edf``, ...) runs the same workload on the slotted
     engine (:func:`simulator.workloads.as_deadline_workload`: one GPU type, ``gpus_per_server``-GPU
-    nodes, ``slot``-second slots) with deadlines from the trace's SLOs or ``deadlines``
-    (``uniform:LO:HI``, drawn with the config's seed).
+    nodes, ``slot``-second slots, default the ``preset``'s or ElasticFlow's 60 s) with deadlines
+    from the trace's SLOs or ``deadlines`` (``uniform:LO:HI``, drawn with the config's seed).
     """
     if (trace is None) == (generate is None):
         raise ValueError("give exactly one of a trace or generate=...")
-    config = config or SimulationConfig(**config_fields)
+    config = config or SimulationConfig.from_preset(preset or "gavel", **config_fields)
     table = throughputs if isinstance(throughputs, ThroughputTable) else (
         read_gavel_json(throughputs) if throughputs is not None else example_table())
     spec = cluster if isinstance(cluster, Cluster) else parse_cluster(cluster)
@@ -109,8 +112,8 @@ def simulate(
             notes.append("batch-size adaptation (accordion / gns) is not modelled by slot policies: jobs keep "
                          "their first batch size")
         return run_slot_workload(as_deadline_workload(workload, per_server, policy), policy,
-                                     "highs" if solver == "auto" else solver, options, slot, progress=progress,
-                                     notes=notes, executor=executor)
+                                 "highs" if solver == "auto" else solver, options, slot, progress=progress,
+                                 notes=notes, executor=executor, preset=preset)
     options = options or SolveOptions()
     if options.seed is None:
         options = replace(options, seed=config.seed)
@@ -153,12 +156,13 @@ def simulate_deadlines(
     policy: str = "elasticflow",
     solver: str = "highs",
     options: SolveOptions | None = None,
-    slot: float = 60.0,
+    slot: float | None = None,
     gpu_type: str | None = None,
     overhead: OverheadModel | None = None,
     progress: Progress | None = None,
     round_config=None,
     executor=None,
+    preset: str | None = None,
     **policy_params,
 ):
     """Replay ``trace`` on ``cluster`` under ``policy``. ``gpu_type`` selects ElasticFlow's
@@ -180,7 +184,7 @@ def simulate_deadlines(
     workload = SlotWorkload.build(jobs, spec, table, gpu_type)
     if policy in POLICIES:
         rtrace, rcluster, rtable, per_server = as_round_inputs(workload)
-        config = replace(round_config or SimulationConfig(), gpus_per_server=per_server)
+        config = replace(round_config or SimulationConfig.from_preset(preset or "gavel"), gpus_per_server=per_server)
         result = simulate(rtrace, policy=policy, solver=solver, cluster=rcluster, throughputs=rtable, config=config,
                           options=options, progress=progress, policy_params=policy_params, executor=executor)
         result.summary["notes"].insert(0, f"{jobs.source} on the round engine: {rcluster} in servers of "
@@ -190,15 +194,19 @@ def simulate_deadlines(
         raise UnknownPolicyError(f"unknown policy {policy!r}; known: "
                                  f"{', '.join(sorted({*POLICIES, *SLOT_POLICIES}))}")
     return run_slot_workload(workload, policy, solver, options, slot, overhead, progress, executor=executor,
-                                 **policy_params)
+                             preset=preset, **policy_params)
 
 
 def run_slot_workload(workload: SlotWorkload, policy: str, solver: str, options: SolveOptions | None,
-                          slot: float, overhead: OverheadModel | None = None, progress: Progress | None = None,
-                          notes: list[str] | None = None, executor=None, **policy_params) -> SimulationResult:
-    """``policy`` on ``workload`` on the slotted engine; ``notes`` go to the summary's notes."""
+                      slot: float | None, overhead: OverheadModel | None = None, progress: Progress | None = None,
+                      notes: list[str] | None = None, executor=None, preset: str | None = None,
+                      **policy_params) -> SimulationResult:
+    """``policy`` on ``workload`` on the slot clock, slots of ``slot`` seconds (None: the
+    ``preset``'s, default ElasticFlow's 60 s); ``notes`` go to the summary's notes."""
+    name = preset or "elasticflow"
+    length = get_preset(name).slot if slot is None else slot
     pol = make_slot_policy(policy, solver, options, **policy_params)
-    result = SlotEngine(workload, pol, SlotConfig(slot=slot, overhead=overhead), executor).run(progress)
+    result = SlotEngine(workload, pol, SlotConfig(slot=length, overhead=overhead, preset=name), executor).run(progress)
     result.summary["notes"] = [*(notes or []), *result.summary["notes"]]
     return result
 

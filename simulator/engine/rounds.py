@@ -43,6 +43,7 @@ from formulations import AllocationProblem, JobPairs, ProblemError
 from optim import OptimError
 from simulator.adaptive import AdaptiveJobs
 from simulator.combos import Combos
+from simulator.engine.presets import get_preset
 from simulator.executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor
 from simulator.mechanism import Mechanism
 from simulator.metrics import RunRecord, SimulationResult, summarize
@@ -76,13 +77,19 @@ class SimulationConfig:
     window: tuple[int, int] | None = None
     gavel_compat: bool = False
     max_runtime_factor: float | None = None
+    #: the preset these settings started from (:mod:`simulator.engine.presets`), for the summary
+    preset: str = "gavel"
+
+    @classmethod
+    def from_preset(cls, name: str, **fields) -> SimulationConfig:
+        """A published system's round settings (:mod:`simulator.engine.presets`), ``fields`` over them."""
+        return cls(**{**get_preset(name).round_fields(), "preset": name, **fields})
 
     @classmethod
     def shockwave(cls, **fields) -> SimulationConfig:
         """Shockwave's settings: 120 s rounds, 20 s checkpoint/restore, allocations reset
         at most every 1000 s, completion forced at 1.5x the isolated run time."""
-        return cls(**{"round_length": 120.0, "overhead": 20.0, "reset_interval": 1000.0,
-                      "max_runtime_factor": 1.5, **fields})
+        return cls.from_preset("shockwave", **fields)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.round_length) and self.round_length > 0):

@@ -48,6 +48,8 @@ class SlotConfig:
 
     slot: float = 60.0
     overhead: OverheadModel | None = None
+    #: the preset the slot length came from (:mod:`simulator.engine.presets`), for the summary
+    preset: str = "elasticflow"
     stall_decisions: int = 1000
 
     def __post_init__(self) -> None:
@@ -146,7 +148,8 @@ class SlotEngine:
             upcoming = min(events)
             last, t = t, max(t + self.config.slot, upcoming if np.isfinite(upcoming) else t + self.config.slot)
         return slot_result(
-            workload=w, policy=self.policy, slot=self.config.slot, overhead=self.overhead, finish=self.finish,
+            workload=w, policy=self.policy, slot=self.config.slot, preset=self.config.preset,
+            overhead=self.overhead, finish=self.finish,
             first_start=self.first_start, state=v.state.copy(), overhead_seconds=self.overhead_total,
             timeline=timeline, decision_seconds=np.asarray(decision_seconds), decisions=v.decisions,
             wall_seconds=_time.perf_counter() - started, unschedulable=self.unschedulable,

@@ -1,0 +1,52 @@
+"""Each published system's simulator settings, by name (``schedopt simulate --preset NAME``),
+for both clocks: what a round lasts and what it charges for round policies, what a slot lasts
+for slot policies.
+
+- ``gavel``: 360 s rounds, allocations reset at most every 1920 s, no checkpoint overhead;
+  360 s slots;
+- ``shockwave``: 120 s rounds, reset at most every 1000 s, 20 s checkpoint/restore, completion
+  forced at 1.5x the isolated run time; 120 s slots;
+- ``elasticflow``: 60 s rounds, reset at every change, no checkpoint overhead; 60 s slots.
+
+Slots always charge ElasticFlow's published scaling / restart overhead model
+(:mod:`simulator.overheads`); an explicit option overrides any field of a preset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One system's settings: round length, reset interval, checkpoint overhead and runtime cap
+    of the round clock (s; cap as a multiple of the isolated run time, None: none), and the slot
+    clock's slot length (s)."""
+
+    system: str
+    round_length: float
+    reset_interval: float
+    overhead: float
+    max_runtime_factor: float | None
+    slot: float
+
+    def round_fields(self) -> dict:
+        return {"round_length": self.round_length, "reset_interval": self.reset_interval,
+                "overhead": self.overhead, "max_runtime_factor": self.max_runtime_factor}
+
+
+PRESETS = {
+    "gavel": Preset("Gavel", 360.0, 1920.0, 0.0, None, 360.0),
+    "shockwave": Preset("Shockwave", 120.0, 1000.0, 20.0, 1.5, 120.0),
+    "elasticflow": Preset("ElasticFlow", 60.0, 0.0, 0.0, None, 60.0),
+}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
+
+
+__all__ = ["PRESETS", "Preset", "get_preset"]
