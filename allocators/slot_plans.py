@@ -109,6 +109,9 @@ class SlotPolicy(SchedulingPolicy):
     charge: Charge = Charge.ON_CHANGE
     #: ``cap`` source: "table" (largest supported count) or "elasticflow" (published hand-set caps)
     caps: str = "table"
+    #: a job ends on a whole second after the start of the interval it ends in (the published
+    #: simulator's ``ceil``), and completions are predicted the same way
+    whole_seconds: bool = False
 
     def admit(self, view: JobsView, arrivals: np.ndarray) -> np.ndarray:
         return np.ones(len(arrivals), dtype=bool)

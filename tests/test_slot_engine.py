@@ -48,6 +48,13 @@ def test_a_job_alone_runs_on_its_fastest_count_and_finishes_inside_the_slot(tmp_
     assert result.summary["deadline_satisfactory_ratio"] == 1.0
 
 
+def test_the_published_edf_accessctrl_ends_jobs_on_whole_seconds(tmp_path):
+    exact = run(tmp_path, [(0, 4801, 1000, 1)], "edf")
+    whole = run(tmp_path, [(0, 4801, 1000, 1)], "edf-accessctrl")
+    assert exact.jobs["finish"][0] == pytest.approx(4801 / 48)  # 100.02 s on 8 GPUs
+    assert whole.jobs["finish"][0] == 101.0
+
+
 def test_edf_serves_the_earlier_deadline_first(tmp_path):
     result = run(tmp_path, [(0, 4800, 5000, 1), (0, 4800, 200, 1)], "edf")
     finish = result.jobs["finish"]

@@ -136,7 +136,8 @@ class SlotEngine:
             running = np.flatnonzero(v.gpus > 0)
             if running.size:
                 rate = v.rate(running, v.gpus[running])
-                events.append(float(np.min(t + self.overhead_due[running] + v.remaining[running] / rate)))
+                due = self.overhead_due[running] + v.remaining[running] / rate
+                events.append(float(t + np.min(np.ceil(due - _EPS) if self.policy.whole_seconds else due)))
                 stalled = 0
             elif next_arrival >= J:
                 stalled += 1
@@ -182,7 +183,8 @@ class SlotEngine:
         self.overhead_total[jobs] += lost
         self.overhead_due[jobs] -= lost
         done = jobs[finishing]
-        self.finish[done] = start + lost[finishing] + need[finishing]
+        took = lost[finishing] + need[finishing]
+        self.finish[done] = start + (np.ceil(took - _EPS) if self.policy.whole_seconds else took)
         v.state[done] = JobState.DONE
         v.gpus[done] = 0
 
