@@ -112,6 +112,9 @@ class SlotPolicy(SchedulingPolicy):
     #: a job ends on a whole second after the start of the interval it ends in (the published
     #: simulator's ``ceil``), and completions are predicted the same way
     whole_seconds: bool = False
+    #: a job that completes in the interval ending at its planned release (:meth:`releases`)
+    #: finishes at the release, not when its work is done (the published ``ef``'s end time)
+    finish_at_release: bool = False
 
     def admit(self, view: JobsView, arrivals: np.ndarray) -> np.ndarray:
         return np.ones(len(arrivals), dtype=bool)
@@ -122,6 +125,11 @@ class SlotPolicy(SchedulingPolicy):
 
     def next_decision(self, view: JobsView) -> float:
         return np.inf
+
+    def releases(self, view: JobsView) -> np.ndarray | None:
+        """When each job's GPUs are released (its planned end, before this decision's overhead;
+        NaN: not planned), or None: when the job completes (predicted from its rate)."""
+        return None
 
     def solve_log(self) -> list[dict]:
         """One row per program solved (time, size, build/solve seconds, method); empty for heuristics."""

@@ -16,7 +16,9 @@ Policies:
   limit or stopped without an answer falls back to the greedy and says so in the run's notes.
 - ``elasticflow-greedy``: the published planner (the published ``ef-accessctrl``): the greedy
   alone, with the published simulator's admission rules (``published``, below).
-- ``ef``: the published planner without admission control (every job is admitted).
+
+(``ef``, the published planner without admission control, is replayed on the published
+event-time profile: :mod:`allocators.elasticflow.published`.)
 
 The published rules (``published = True``), kept for the published planners only:
 
@@ -69,7 +71,6 @@ class ElasticFlow(SlotPolicy):
     caps = "elasticflow"
     charge = Charge.EVERY_DECISION
     exact = True
-    admission = True
     published = False
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, *, fine_slots: int = 64,
@@ -91,8 +92,6 @@ class ElasticFlow(SlotPolicy):
 
     def admit(self, view: JobsView, arrivals: np.ndarray) -> np.ndarray:
         ok = np.ones(len(arrivals), dtype=bool)
-        if not self.admission:
-            return ok
         admitted = self._deadline_jobs(view, exclude=arrivals)
         asking = ~view.best_effort[arrivals]
         self._bounds(view, np.union1d(admitted, arrivals[asking]))
@@ -261,7 +260,7 @@ class ElasticFlow(SlotPolicy):
     def notes(self) -> list[str]:
         notes = [f"{count} program(s) fell back to the published greedy: {reason}"
                  for reason, count in self._fallbacks.items()]
-        if self.exact and self.admission:
+        if self.exact:
             notes.append(f"admission decisions where the greedy rejected and the exact program admitted: "
                          f"{self.greedy_rejected_exact_admitted}")
             notes.append(f"plans answered by the last feasible plan, repaired or extended: {self.kept_used}")
@@ -277,16 +276,6 @@ class ElasticFlowGreedy(ElasticFlow):
     name = "elasticflow-greedy"
     program = ProgramClass.HEURISTIC
     exact = False
-    published = True
-
-
-class ElasticFlowNoAdmission(ElasticFlow):
-    """ElasticFlow's published planner without admission control: every job is admitted."""
-
-    name = "ef"
-    program = ProgramClass.HEURISTIC
-    exact = False
-    admission = False
     published = True
 
 

@@ -96,6 +96,8 @@ class SlotEngine:
         self.failed_leases = np.zeros(J, dtype=np.int64)
         self.redone_gpu_seconds = 0.0
         self.failures: dict[int, str] = {}
+        #: when each running job's GPUs are released, for policies that plan it (NaN: not planned)
+        self.release = np.full(J, np.nan)
 
     def run(self, progress: Progress | None = None) -> SimulationResult:
         v, w = self.view, self.workload
@@ -135,9 +137,14 @@ class SlotEngine:
                 events.append(float(w.submit[arrival_order[next_arrival]]))
             running = np.flatnonzero(v.gpus > 0)
             if running.size:
-                rate = v.rate(running, v.gpus[running])
-                due = self.overhead_due[running] + v.remaining[running] / rate
-                events.append(float(t + np.min(np.ceil(due - _EPS) if self.policy.whole_seconds else due)))
+                released = self.policy.releases(v)
+                if released is None:
+                    rate = v.rate(running, v.gpus[running])
+                    due = self.overhead_due[running] + v.remaining[running] / rate
+                    events.append(float(t + np.min(np.ceil(due - _EPS) if self.policy.whole_seconds else due)))
+                else:
+                    self.release = released + self.overhead_due
+                    events.append(float(np.nanmin(self.release[running], initial=np.inf)))
                 stalled = 0
             elif next_arrival >= J:
                 stalled += 1
@@ -185,6 +192,9 @@ class SlotEngine:
         done = jobs[finishing]
         took = lost[finishing] + need[finishing]
         self.finish[done] = start + (np.ceil(took - _EPS) if self.policy.whole_seconds else took)
+        if self.policy.finish_at_release:
+            at_release = np.abs(self.release[done] - end) < _EPS
+            self.finish[done[at_release]] = end
         v.state[done] = JobState.DONE
         v.gpus[done] = 0
 

@@ -1,0 +1,328 @@
+"""ElasticFlow's published planner on its own event-time profile (pkusys/ElasticFlow,
+``scheduler.py``: ``ef_sim_allocation``, ``get_marginal``, ``allocate_free_gpus``).
+
+:func:`formulations.elasticflow.greedy_plan` restates the published greedy on a regular slot
+grid; this module replays it as the published code computes it (the ``ef`` policy). The free-GPU
+profile is a step function on event times t_0 < ... < t_m (``free[i]`` GPUs on [t_i, t_{i+1}),
+``free[m]`` after t_m) that starts as {now: G} and gains a breakpoint at each planned job's
+slot-aligned deadline and end; equal neighbours are merged after every change, so a job's
+periods are the intervals between other jobs' ends and deadlines, not slots. Rules of the
+replay, with Δ the scheduling slot and align(s, t) = s + ⌈(t − s)/Δ⌉Δ:
+
+- levels: the job's allowed GPU counts ascending, up to the cluster size;
+- level walk (:func:`plan_job`): A = align(now, deadline); for level q, walk the periods in
+  [start, A) backward, the job taking the largest level <= min(q, free) in each (the last
+  period runs to the deadline, not to A); the first q whose walk reaches the remaining
+  iterations wins, at the period where it did (the *point*);
+- forward plan: periods before the point at the largest level <= min(q_prev, free), from the
+  point at <= min(q, free); the job ends in the period where its iterations are done, at
+  real = period start + ⌈iterations left / rate⌉ s, and holds its GPUs until
+  end = period start + align(0, real − period start);
+- no level reaches the deadline: the largest level <= min(q_max, free) up to A, then after A
+  the largest level that fits in each period until done, and past the profile's last
+  breakpoint min(G, cap) GPUs (the published fallback, which rewrites the profile there as
+  G − GPUs and G after the end);
+- a fixed first period (``assigned``): the job runs ``assigned`` GPUs from now to the next
+  breakpoint (or its end, if it finishes there in time), then as above;
+- leftover GPUs (:func:`allocate_free`): each job's *marginal GPU time* is (GPU·s of its plan
+  re-made with its next level now − GPU·s of its plan) / added GPUs (+∞ for a job without
+  GPUs, −∞ for one that cannot grow within the free GPUs); the job with the largest value
+  that fits takes its next level and its re-made plan, the values are recomputed, repeat.
+
+Times and counts only; nothing about traces or simulators.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: the published "infinitely late" deadline of a best-effort job, and its ±∞ marginal values
+MAXSIZE = float(sys.maxsize)
+
+
+def align(start: float, t: float, slot: float) -> float:
+    """start + ⌈(t − start)/Δ⌉Δ, as the published ``align_to_time_slot`` computes it."""
+    k = (t - start) // slot
+    if (t - start) % slot > 0:
+        k += 1
+    return start + k * slot
+
+
+@dataclass
+class PlanJob:
+    """One job for the planner: ``levels`` (ascending GPU counts it may use), ``rates``
+    (iterations/s at each level), iterations ``need``-ed, ``deadline``, and its current plan:
+    ``gpus`` now, ``alloc`` (time -> GPUs from then on), ``end`` (GPUs held until), ``real_end``."""
+
+    levels: np.ndarray
+    rates: np.ndarray
+    need: float
+    deadline: float
+    gpus: int = 0
+    alloc: dict = field(default_factory=dict)
+    end: float = 0.0
+    real_end: float = 0.0
+
+    def rate(self, level: int) -> float:
+        return float(self.rates[int(np.searchsorted(self.levels, level))])
+
+    def fit(self, ceiling: float) -> int:
+        """The largest level <= ceiling (0 if none)."""
+        i = int(np.searchsorted(self.levels, ceiling, side="right"))
+        return int(self.levels[i - 1]) if i else 0
+
+    def next_level(self) -> int:
+        """The level above ``gpus`` (``gpus`` itself at the top)."""
+        i = int(np.searchsorted(self.levels, self.gpus, side="right"))
+        return int(self.levels[i]) if i < len(self.levels) else self.gpus
+
+
+@dataclass
+class Outcome:
+    """A plan for one job and the profile it leaves: ``on_time`` iff ``real_end`` <= deadline."""
+
+    alloc: dict
+    end: float
+    real_end: float
+    profile: dict
+    on_time: bool
+
+
+def merged(d: dict) -> dict:
+    """Time-sorted ``d`` without keys whose value equals the previous key's (published ``merge_dict``)."""
+    out, last = {}, None
+    for t in sorted(d):
+        if d[t] != last:
+            out[t] = d[t]
+            last = d[t]
+    return out
+
+
+def value_at(profile: dict, t: float, total: int) -> int:
+    """The profile's free GPUs at ``t`` (the last breakpoint <= t; ``total`` before the first)."""
+    if t in profile:
+        return profile[t]
+    value = total
+    for k in sorted(profile):
+        if k > t:
+            break
+        value = profile[k]
+    return value
+
+
+def gpu_seconds(alloc: dict, end: float) -> float:
+    """GPU·s of a plan: each GPU count times the time to the next change, the last to ``end``."""
+    times = sorted(alloc)
+    total = sum(alloc[a] * (b - a) for a, b in zip(times, times[1:]))
+    return total + alloc[times[-1]] * (end - times[-1])
+
+
+def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, assigned: int = 0) -> Outcome:
+    """The published plan of ``job`` on ``profile`` from ``now`` (module doc), optionally with
+    ``assigned`` GPUs fixed for the first period."""
+    orig = profile
+    P = dict(profile)
+    A = align(now, job.deadline, slot)
+    if A >= now and A not in P:
+        P[A] = value_at(P, A, total)
+    alloc = {now: 0}
+    need, start = job.need, now
+    if assigned:
+        after = [k for k in sorted(orig) if k > now]
+        nxt = after[0] if after else A
+        real_end = math.ceil(now + need / job.rate(assigned))
+        end = align(now, real_end, slot)
+        alloc[now] = assigned
+        if nxt >= end and job.deadline >= real_end:
+            last = total
+            for k in sorted(orig):
+                if now <= k < end:
+                    last = P[k]
+                    P[k] -= assigned
+            if end not in orig:
+                P[end] = last
+            return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
+        need -= ((nxt - now) if nxt != A else job.deadline - now) * job.rate(assigned)
+        P[now] -= assigned
+        start = nxt
+        alloc[nxt] = 0
+    keys = sorted(P)
+    window = [k for k in keys if start <= k < A]
+    levels = [int(q) for q in job.levels if q <= total]
+    for k in window:
+        alloc.setdefault(k, 0)
+    found = _level_walk(P, window, A, job, need, levels)
+    if found is not None:
+        q, q_prev, point = found
+        return _forward(P, orig, keys, alloc, now, start, A, job, need, q, q_prev, point, slot, total)
+    q_max = levels[-1] if levels else 0
+    lat = None
+    la = 0
+    for e in (k for k in keys if start <= k <= A):
+        if lat is not None:
+            alloc[lat] = la
+            P[lat] -= la
+            if la:
+                need -= ((e - lat) if e != A else job.deadline - lat) * job.rate(la)
+        lat, la = e, job.fit(min(q_max, P[e]))
+    return _after_deadline(P, orig, alloc, now, start, A, job, need, slot, total)
+
+
+def _level_walk(P: dict, window: list, A: float, job: PlanJob, need: float,
+                levels: list) -> tuple[int, int, float] | None:
+    """(q, level below q, point) of the first level whose backward walk reaches ``need``."""
+    if not window:
+        return None
+    free = np.array([P[k] for k in window])
+    bounds = np.array(window + [A], dtype=float)
+    seconds = np.diff(bounds)
+    seconds[-1] = job.deadline - window[-1]
+    q_prev = 0
+    for q in levels:
+        idx = np.searchsorted(job.levels, np.minimum(q, free), side="right") - 1
+        gpus = np.where(idx >= 0, job.levels[np.maximum(idx, 0)], 0)
+        iters = np.where(gpus > 0, seconds * job.rates[np.maximum(idx, 0)], 0.0)
+        back = np.cumsum(iters[::-1])[::-1]
+        hit = np.flatnonzero((gpus > 0) & (back >= need))
+        if hit.size:
+            return q, q_prev, window[int(hit[-1])]
+        q_prev = q
+    return None
+
+
+def _forward(P: dict, orig: dict, keys: list, alloc: dict, now: float, start: float, A: float, job: PlanJob,
+             need: float, q: int, q_prev: int, point: float, slot: float, total: int) -> Outcome:
+    """Lay the plan forward from ``start``: level ``q_prev`` before ``point``, ``q`` from it."""
+    def level(t: float) -> int:
+        return job.fit(min(q if t >= point else q_prev, P[t]))
+
+    lat, la, end = None, 0, None
+    for e in (k for k in keys if start <= k <= A):
+        if lat is None:
+            lat, la = e, level(e)
+            continue
+        alloc[lat] = la
+        P[lat] -= la
+        if la:
+            iters = ((e - lat) if e != A else job.deadline - lat) * job.rate(la)
+            if lat < point or iters < need:
+                need -= iters
+            else:
+                left = math.ceil(need / job.rate(la))
+                end, real_end = lat + align(0, left, slot), lat + left
+                break
+        lat, la = e, level(e)
+    if end is None:
+        alloc[lat] = la
+        P[lat] -= la
+        left = math.ceil(need / job.rate(la))
+        end, real_end = lat + align(0, left, slot), lat + left
+    if end not in orig:
+        P[end] = next((orig[k] for k in sorted(orig, reverse=True) if start <= k < end), total)
+    return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
+
+
+def _after_deadline(P: dict, orig: dict, alloc: dict, now: float, start: float, A: float, job: PlanJob,
+                    need: float, slot: float, total: int) -> Outcome:
+    """A job that misses its deadline: after A, the largest level that fits in each period until
+    done; past the last breakpoint, min(G, cap) GPUs."""
+    lat = max(A, start)
+    for e in [k for k in sorted(P) if k > A]:
+        q = job.fit(P[lat])
+        alloc[lat] = q
+        if not q:
+            lat = e
+            continue
+        iters = (e - lat) * job.rate(q)
+        if iters >= need:
+            real_end = math.ceil(lat + need / job.rate(q))
+            end = align(now, real_end, slot)
+            base = value_at(orig, lat, total)
+            if lat != end:
+                P[lat] = base - q
+            if end not in orig:
+                P[end] = base
+            return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
+        need -= iters
+        P[lat] -= q
+        lat = e
+    q = job.fit(min(total, job.levels[-1]))
+    alloc[lat] = q
+    real_end = math.ceil(lat + need / job.rate(q))
+    end = align(now, real_end, slot)
+    P[lat] = total - q
+    P[end] = total
+    return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
+
+
+def plan_all(jobs: list[PlanJob], now: float, slot: float, total: int) -> tuple[dict, bool]:
+    """Plan ``jobs`` in the given (deadline) order on {now: G}; each job's plan is stored on it.
+    Returns the profile left and whether every job is on time (published ``estimate_all_jobs``)."""
+    profile = {now: total}
+    ok = True
+    for job in jobs:
+        out = plan_job(profile, now, job, slot, total)
+        job.alloc, job.end, job.real_end, profile = out.alloc, out.end, out.real_end, out.profile
+        job.gpus = job.alloc.get(now, 0)
+        ok &= out.on_time
+    return profile, ok
+
+
+def _without(profile: dict, job: PlanJob, total: int) -> dict:
+    """``profile`` with ``job``'s plan handed back (published ``get_marginal``'s first half)."""
+    tmp = dict(profile)
+    if job.end not in tmp:
+        tmp[job.end] = value_at(tmp, job.end, total)
+    last = 0
+    for t in sorted(job.alloc):
+        if t not in tmp:
+            tmp[t] = value_at(tmp, t, total)
+        for k in tmp:
+            if t <= k < job.end:
+                tmp[k] += job.alloc[t] - last
+        last = job.alloc[t]
+    return merged(tmp)
+
+
+def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, total: int) -> dict:
+    """Hand the GPUs free now to ``jobs`` by marginal GPU time (module doc); updates the jobs'
+    plans and returns the profile. ``jobs`` in planning (deadline) order break ties."""
+    free = total - sum(j.gpus for j in jobs)
+    if free <= 0:
+        return profile
+    marginal = [0.0] * len(jobs)
+    trial: list[Outcome | None] = [None] * len(jobs)
+
+    def measure(i: int) -> None:
+        job = jobs[i]
+        up = job.next_level()
+        if up - job.gpus > free or up == job.gpus:
+            marginal[i], trial[i] = -MAXSIZE, None
+            return
+        out = plan_job(_without(profile, job, total), now, job, slot, total, assigned=up)
+        trial[i] = out
+        marginal[i] = MAXSIZE if job.gpus == 0 else \
+            (gpu_seconds(out.alloc, out.end) - gpu_seconds(job.alloc, job.end)) / (up - job.gpus)
+
+    for i in range(len(jobs)):
+        measure(i)
+    order = sorted(range(len(jobs)), key=lambda i: -marginal[i])
+    while free > 0:
+        pick = next((i for i in order if trial[i] is not None and jobs[i].next_level() - jobs[i].gpus <= free), None)
+        if pick is None:
+            break
+        job, out = jobs[pick], trial[pick]
+        free -= job.next_level() - job.gpus
+        profile = out.profile
+        job.alloc, job.end, job.real_end, job.gpus = out.alloc, out.end, out.real_end, out.alloc[now]
+        for i in range(len(jobs)):
+            if jobs[i].next_level() > jobs[i].gpus:
+                measure(i)
+            elif i == pick:
+                marginal[i], trial[i] = -MAXSIZE, None
+        order = sorted(order, key=lambda i: -marginal[i])
+    return profile

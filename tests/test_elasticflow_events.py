@@ -1,0 +1,66 @@
+"""The published ElasticFlow planner replayed on its event-time profile (formulations.elasticflow_events),
+on cases worked by hand from the module's rules."""
+
+import numpy as np
+import pytest
+
+from formulations.elasticflow_events import PlanJob, align, allocate_free, gpu_seconds, merged, plan_all, plan_job
+
+LINEAR = dict(levels=np.array([1, 2, 4, 8]), rates=np.array([1.0, 2.0, 4.0, 8.0]))
+
+
+def test_align_and_merge_follow_the_published_helpers():
+    assert align(0, 100, 60) == 120 and align(0, 120, 60) == 120 and align(30, 20, 60) == 30
+    assert merged({5: 1, 0: 2, 3: 2, 9: 1}) == {0: 2, 5: 1}
+    assert gpu_seconds({0: 2, 100: 4}, 150) == 2 * 100 + 4 * 50
+
+
+def test_the_smallest_level_whose_backward_walk_reaches_the_work_wins():
+    # 600 iterations by t = 300: 1 GPU makes 300, 2 GPUs make 600; the job ends at 300 (aligned)
+    job = PlanJob(**LINEAR, need=600, deadline=300)
+    out = plan_job({0: 8}, 0, job, 60, 8)
+    assert (out.alloc, out.end, out.real_end, out.on_time) == ({0: 2}, 300, 300, True)
+    assert out.profile == {0: 6, 300: 8}
+
+
+def test_leftover_gpus_go_level_by_level_with_the_plan_remade():
+    # 2 GPUs planned; the 6 free go 2 -> 4 (ends at align(150) = 180) -> 8 (ends at align(75) = 120)
+    job = PlanJob(**LINEAR, need=600, deadline=300)
+    profile, ok = plan_all([job], 0, 60, 8)
+    assert ok and job.gpus == 2
+    profile = allocate_free([job], profile, 0, 60, 8)
+    assert (job.gpus, job.end, job.real_end) == (8, 120, 75)
+    assert profile == {0: 0, 120: 8}
+
+
+def test_a_job_that_cannot_make_its_deadline_takes_its_cap_past_the_profile():
+    # 10,000 iterations by t = 60 at 8 it/s at most: it runs 8 GPUs to the deadline, then (no more
+    # breakpoints) the published fallback: its cap until done, ending at 60 + 9,520 / 8 = 1,250 s
+    job = PlanJob(**LINEAR, need=10_000, deadline=60)
+    out = plan_job({0: 8}, 0, job, 60, 8)
+    assert (out.alloc, out.real_end, out.end, out.on_time) == ({0: 8}, 1250, 1260, False)
+    assert out.profile == {0: 0, 1260: 8}
+
+
+def test_periods_run_between_breakpoints_and_a_job_without_gpus_is_served_first():
+    # b (deadline 600) is planned first: one period [0, 600), 1 GPU from now, ends at 240. a's
+    # periods are [0, 240) and [240, deadline): its 1-GPU walk reaches 1,000 iterations in the
+    # second, so it runs 0 GPUs before 240 and ends at 240 + align(1,000) = 1,260. The leftover
+    # goes to a first (+inf: it holds none).
+    a = PlanJob(**LINEAR, need=1_000, deadline=10_000)
+    b = PlanJob(**LINEAR, need=240, deadline=600)
+    profile, ok = plan_all([b, a], 0, 60, 4)
+    assert ok and (b.alloc, b.end) == ({0: 1}, 240) and (a.alloc, a.end) == ({0: 0, 240: 1}, 1260)
+    assert profile == {0: 3, 1260: 4}  # b ends where a starts: equal neighbours merged
+    allocate_free([b, a], profile, 0, 60, 4)
+    assert a.gpus > 0 and a.gpus + b.gpus <= 4
+    assert b.real_end <= 600 and a.real_end <= 10_000
+
+
+@pytest.mark.parametrize("need", [1.0, 599.0, 5_000.0])
+def test_plans_never_overdraw_the_profile(need):
+    jobs = [PlanJob(**LINEAR, need=need * (k + 1), deadline=600 * (k + 1)) for k in range(3)]
+    profile, _ = plan_all(jobs, 0, 60, 8)
+    allocate_free(jobs, profile, 0, 60, 8)
+    assert sum(j.gpus for j in jobs) <= 8
+    assert all(v >= 0 for v in profile.values())
