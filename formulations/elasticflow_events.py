@@ -21,7 +21,9 @@ replay, with Δ the scheduling slot and align(s, t) = s + ⌈(t − s)/Δ⌉Δ:
 - no level reaches the deadline: the largest level <= min(q_max, free) up to A, then after A
   the largest level that fits in each period until done, and past the profile's last
   breakpoint min(G, cap) GPUs (the published fallback, which rewrites the profile there as
-  G − GPUs and G after the end);
+  G − GPUs and G after the end); where the job ends after its deadline, the free count it
+  restores is the original profile's at its last period (the published code reuses a variable
+  that can hold an older period's value there: not replayed);
 - a fixed first period (``assigned``): the job runs ``assigned`` GPUs from now to the next
   breakpoint (or its end, if it finishes there in time), then as above;
 - leftover GPUs (:func:`allocate_free`): each job's *marginal GPU time* is (GPU·s of its plan
