@@ -70,6 +70,9 @@ class JobsView:
     gpus: np.ndarray
     executed: np.ndarray
     attained: np.ndarray
+    #: when each job's GPUs are released as last planned, the decision's overhead included, for
+    #: policies that plan it (:meth:`SlotPolicy.releases`; NaN: not planned)
+    release: np.ndarray
     decisions: int = 0
     #: seconds of each decision interval a running job loses at least (the overhead model's base
     #: charge for policies charged at every decision; 0 otherwise)
@@ -112,8 +115,8 @@ class SlotPolicy(SchedulingPolicy):
     #: a job ends on a whole second after the start of the interval it ends in (the published
     #: simulator's ``ceil``), and completions are predicted the same way
     whole_seconds: bool = False
-    #: a job that completes in the interval ending at its planned release (:meth:`releases`)
-    #: finishes at the release, not when its work is done (the published ``ef``'s end time)
+    #: a job still running at its planned release (:meth:`releases`) finishes there, even with
+    #: work left (the published ``ef`` ends a job at its end event)
     finish_at_release: bool = False
 
     def admit(self, view: JobsView, arrivals: np.ndarray) -> np.ndarray:
@@ -130,6 +133,18 @@ class SlotPolicy(SchedulingPolicy):
         """When each job's GPUs are released (its planned end, before this decision's overhead;
         NaN: not planned), or None: when the job completes (predicted from its rate)."""
         return None
+
+    def runs_until(self, view: JobsView) -> np.ndarray | None:
+        """When each job's credited run time ends within the coming interval (NaN or None: at
+        the interval's end). The published ``ef`` credits no progress after a job's planned
+        completion (its *real end*), though the decision's overhead delayed it."""
+        return None
+
+    def placement_order(self, view: JobsView, gpus: np.ndarray) -> np.ndarray:
+        """The jobs given GPUs (``gpus``, length J), in the order the engine places them on
+        consecutive ranks (:mod:`simulator.buddy`): largest first, ties in trace order."""
+        on = np.flatnonzero(gpus > 0)
+        return on[np.argsort(-gpus[on], kind="stable")]
 
     def solve_log(self) -> list[dict]:
         """One row per program solved (time, size, build/solve seconds, method); empty for heuristics."""

@@ -290,9 +290,11 @@ def _without(profile: dict, job: PlanJob, total: int) -> dict:
     return merged(tmp)
 
 
-def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, total: int) -> dict:
+def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, total: int,
+                  superseded: set | None = None) -> dict:
     """Hand the GPUs free now to ``jobs`` by marginal GPU time (module doc); updates the jobs'
-    plans and returns the profile. ``jobs`` in planning (deadline) order break ties."""
+    plans and returns the profile. ``jobs`` in planning (deadline) order break ties. Each end
+    a scale-up replaces is added to ``superseded`` when given."""
     free = total - sum(j.gpus for j in jobs)
     if free <= 0:
         return profile
@@ -320,6 +322,8 @@ def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, t
         job, out = jobs[pick], trial[pick]
         free -= job.next_level() - job.gpus
         profile = out.profile
+        if superseded is not None:
+            superseded.add(job.end)
         job.alloc, job.end, job.real_end, job.gpus = out.alloc, out.end, out.real_end, out.alloc[now]
         for i in range(len(jobs)):
             if jobs[i].next_level() > jobs[i].gpus:

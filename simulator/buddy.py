@@ -1,11 +1,11 @@
 """Node-aware placement of GPU counts on a cluster of equal nodes.
 
-Jobs are placed largest first (stable for equal sizes) on consecutive GPU ranks: a job of a
-node's size or more takes whole nodes (its start is rounded up to a node boundary and it uses
-ceil(n / g) nodes), smaller jobs pack after them. For power-of-two counts and power-of-two nodes
-this is buddy placement: every job starts at a multiple of its own size and never straddles a
-node, so counts that sum to at most G always fit. A job that does not fit (only possible with
-whole-node rounding of counts that are not multiples of the node size) gets no GPUs.
+Jobs are placed in the policy's order (:meth:`allocators.slot_plans.SlotPolicy.placement_order`)
+on consecutive GPU ranks: the jobs of a node's size or more come first and take whole nodes
+(ceil(n / g) each), the smaller ones pack after them. For power-of-two counts and power-of-two
+nodes, with the smaller jobs in decreasing size, this is buddy placement: every job starts at a multiple of
+its own size and never straddles a node, so counts that sum to at most G always fit. A job that
+does not fit gets no GPUs.
 
 A placement is summarized per job by its first rank; ``(first rank, n)`` identifies the GPU
 set, which the overhead model's cache keys on.
@@ -19,7 +19,7 @@ import numpy as np
 def place(gpus: np.ndarray, order: np.ndarray, gpus_per_node: int, total_gpus: int) -> tuple[np.ndarray, np.ndarray]:
     """First GPU rank of each job in ``order`` (−1 = not placed) and the placed mask.
 
-    ``gpus``: GPUs per job (length J); ``order``: jobs to place, in tie-break order."""
+    ``gpus``: GPUs per job (length J); ``order``: the jobs to place, in placement order."""
     order = np.asarray(order, dtype=np.int64)
     first = np.full(len(gpus), -1, dtype=np.int64)
     placed = np.zeros(len(gpus), dtype=bool)
@@ -28,9 +28,9 @@ def place(gpus: np.ndarray, order: np.ndarray, gpus_per_node: int, total_gpus: i
     n = gpus[order]
     keep = n > 0
     order, n = order[keep], n[keep]
-    ranked = np.argsort(-n, kind="stable")
-    order, n = order[ranked], n[ranked]
     whole = n >= gpus_per_node
+    if (np.diff(whole.astype(np.int8)) > 0).any():
+        raise ValueError("place: a job of a node's size or more comes after a smaller one in the order")
     footprint = np.where(whole, -(-n // gpus_per_node) * gpus_per_node, n)
     start = np.concatenate(([0], np.cumsum(footprint)[:-1]))
     fits = start + footprint <= total_gpus

@@ -64,3 +64,22 @@ def test_plans_never_overdraw_the_profile(need):
     allocate_free(jobs, profile, 0, 60, 8)
     assert sum(j.gpus for j in jobs) <= 8
     assert all(v >= 0 for v in profile.values())
+
+
+def test_leftover_scale_ups_report_the_ends_they_replace():
+    job = PlanJob(**LINEAR, need=600, deadline=300)
+    profile, _ = plan_all([job], 0, 60, 8)
+    replaced: set = set()
+    allocate_free([job], profile, 0, 60, 8, replaced)
+    assert replaced == {300, 180} and job.end == 120
+
+
+def test_a_scale_event_goes_when_the_end_event_at_its_time_moves_away():
+    from allocators.elasticflow.published import due_events
+
+    a = PlanJob(**LINEAR, need=1, deadline=1, gpus=2, alloc={0: 2, 300: 4}, end=620)
+    b = PlanJob(**LINEAR, need=1, deadline=1, gpus=0, alloc={0: 0}, end=900)
+    # 500 was a's release: it moved to 620, so the event at 500 goes; 700 stays; 300 joins
+    assert due_events({500, 700}, [a, b], moved={500}, now=0) == {300, 700}
+    # an event where another plan still ends stays; one at the plan end of a running job goes
+    assert due_events({900, 620}, [a, b], moved={900}, now=0) == {300, 900}

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from allocators.elasticflow.edf import EDF
 from schedopt.cli import app
 from simulator.buddy import RankSetCache, place
 from simulator.overheads import OverheadModel
@@ -120,6 +121,30 @@ def test_no_admission_ef_runs_everything(tmp_path):
     assert result.jobs["finish"].tolist() == pytest.approx([120.0, 240.0])
 
 
+def test_the_published_ef_credits_no_run_time_after_the_planned_completion(tmp_path):
+    # job 0: 100 s of work on 8 GPUs, planned to complete at 100 s and held to 120 s (the 60 s
+    # slot) + 10 s (the fresh 8-GPU set). Job 1 arrives at 110 s: the published ef credits job 0
+    # only up to 100 s (90 s of run), so it is re-planned there with 10 s of work left.
+    rows = [(0, 4800, 1000, 1), (110, 480, 5000, 1)]
+    result = run(tmp_path, rows, "ef", overhead=OverheadModel())
+    assert result.jobs["finish"][0] == pytest.approx(178.0)  # not at 110 s, as with its whole run
+    # alone, it finishes at its end event, 130 s, though the cut left it 10 s of work
+    alone = run(tmp_path, rows[:1], "ef", overhead=OverheadModel())
+    assert alone.jobs["finish"][0] == pytest.approx(130.0)
+    assert alone.summary["decisions"] == 2
+
+
+def test_the_published_ef_places_whole_node_jobs_in_start_order():
+    from allocators.elasticflow.published import EFReplay
+
+    policy = EFReplay()
+    policy._started = np.array([30.0, 10.0, 20.0, 10.0, 0.0])
+    view = type("View", (), {"gpus_per_node": 8, "submit": np.array([5.0, 1.0, 2.0, 0.0, 0.0])})()
+    gpus = np.array([8, 16, 4, 2, 4])
+    # whole-node jobs by start (16 before 8), then the smaller by size, ties by start
+    assert policy.placement_order(view, gpus).tolist() == [1, 0, 4, 2, 3]
+
+
 jobs_strategy = st.lists(
     st.tuples(st.integers(0, 600), st.integers(100, 20_000), st.integers(60, 3000), st.sampled_from([1, 2, 4, 8])),
     min_size=1, max_size=6)
@@ -157,12 +182,15 @@ def test_exact_admission_differs_from_the_greedy_only_by_admitting(tmp_path_fact
 
 def test_buddy_placement_packs_powers_of_two_and_takes_whole_nodes():
     gpus = np.array([1, 8, 2, 4, 1, 0])
-    first, placed = place(gpus, np.arange(6), gpus_per_node=4, total_gpus=16)
+    order = EDF().placement_order(None, gpus)
+    assert order.tolist() == [1, 3, 2, 0, 4]  # largest first, ties in trace order
+    first, placed = place(gpus, order, gpus_per_node=4, total_gpus=16)
     assert placed[:5].all() and not placed[5]
-    assert first[1] == 0  # 8 GPUs: two whole nodes first
-    assert first[3] == 8 and first[2] == 12 and sorted(first[[0, 4]]) == [14, 15]
+    assert first.tolist() == [14, 0, 12, 8, 15, -1]  # 8 GPUs: two whole nodes first
     first, placed = place(np.array([8, 8, 8]), np.arange(3), gpus_per_node=8, total_gpus=16)
     assert placed.tolist() == [True, True, False]
+    with pytest.raises(ValueError, match="node's size"):
+        place(np.array([2, 4]), np.arange(2), gpus_per_node=4, total_gpus=8)
 
 
 def test_rank_set_cache_remembers_sets_until_cleared():

@@ -7,11 +7,20 @@ up to and after its deadline), and the GPUs free now go out by marginal GPU time
 published simulator (pkusys/ElasticFlow, ``scheduler.py``: ``ef_sim_jobs``):
 
 - a job holds its GPUs until its planned, slot-aligned end (:meth:`EFReplay.releases`; the
-  engine adds the decision's overhead), and one that completes in the interval ending there
-  finishes *at* that end (its deadline is judged on it);
+  engine adds the decision's overhead) and finishes *at* that end (its deadline is judged on
+  it), whatever work is left: the published simulator ends a job at its end event;
+- a job's interval is credited up to its planned completion (before overhead) at most, as the
+  published ``run_all_jobs`` cuts it (:meth:`EFReplay.runs_until`): the overhead is not made
+  up, so a job re-planned after its planned completion but before its end still has the
+  overhead's work to do (a defect of the published code, replayed here only);
+- jobs are placed as ``ef_sim_jobs`` places its running list (:meth:`EFReplay.placement_order`),
+  which decides the GPU sets, hence the cached overheads;
 - the next decision also comes at each job's first planned change of its GPU count; such a
-  change event stays due after later re-plans, except one at the planned end of a job that
-  holds GPUs (the published end-event bookkeeping drops it when the end moves by the overhead).
+  change event stays due after later re-plans until the published end-event bookkeeping drops
+  it (:func:`due_events`): when a job's end event leaves that time (a re-plan, or a leftover
+  scale-up, moves the end) and no other job ends there, and at the planned end of a job that
+  holds GPUs (its end event moves by the overhead). A job whose last seconds of work fit in the
+  overhead so makes no progress until a decision falls at its end, as in the published run.
 """
 
 from __future__ import annotations
@@ -34,7 +43,9 @@ class EFReplay(SlotPolicy):
     def __init__(self, solver: str = "highs", options=None):
         super().__init__(solver, options)
         self._ends = np.zeros(0)
+        self._real_ends = np.zeros(0)
         self._events: set[float] = set()
+        self._started = np.zeros(0)
 
     def allocate(self, view: JobsView) -> np.ndarray:
         jobs = view.active()
@@ -46,18 +57,44 @@ class EFReplay(SlotPolicy):
                          need=float(view.remaining[j]), deadline=float(deadline[k]))
                  for k, j in enumerate(jobs.tolist())]
         profile, _ = plan_all(plans, view.now, view.slot, view.total_gpus)
-        allocate_free(plans, profile, view.now, view.slot, view.total_gpus)
+        moved = {t for t, plan in zip(view.release[jobs].tolist(), plans) if t == t and t != plan.end}
+        allocate_free(plans, profile, view.now, view.slot, view.total_gpus, moved)
         gpus = np.zeros(len(view.state), dtype=np.int64)
         self._ends = np.full(len(view.state), np.nan)
         gpus[jobs] = [plan.gpus for plan in plans]
         self._ends[jobs] = [plan.end for plan in plans]
-        changes = {min((t for t in plan.alloc if t > view.now), default=np.inf) for plan in plans}
-        self._events = {t for t in self._events | changes if view.now < t < np.inf}
-        self._events -= {plan.end for plan in plans if plan.gpus}
+        self._real_ends = np.full(len(view.state), np.nan)
+        self._real_ends[jobs] = [plan.real_end for plan in plans]
+        if self._started.size != gpus.size:
+            self._started = np.full(gpus.size, np.inf)
+        self._started[(gpus > 0) & np.isinf(self._started)] = view.now
+        self._events = due_events(self._events, plans, moved, view.now)
         return gpus
+
+    def placement_order(self, view: JobsView, gpus: np.ndarray) -> np.ndarray:
+        """The jobs of a node's size or more in the order they first got GPUs, then the smaller
+        ones by decreasing size, ties in that order (ties in start time: arrival order)."""
+        on = np.flatnonzero(gpus > 0)
+        whole = gpus[on] >= view.gpus_per_node
+        return on[np.lexsort((view.submit[on], self._started[on], np.where(whole, 0, -gpus[on]), ~whole))]
 
     def next_decision(self, view: JobsView) -> float:
         return min(self._events, default=np.inf)
 
     def releases(self, view: JobsView) -> np.ndarray:
         return self._ends
+
+    def runs_until(self, view: JobsView) -> np.ndarray:
+        return self._real_ends
+
+
+def due_events(events: set, plans: list[PlanJob], moved: set, now: float) -> set:
+    """The scale events still due after a re-plan at ``now``, as the published event list keeps
+    them: each plan's first change after now joins; an event goes when a job's end event leaves
+    its time (``moved``: the jobs' previous releases and the ends their scale-ups replaced) and
+    no plan still ends there, and at the plan end of a job that holds GPUs (its end event moves
+    by the overhead)."""
+    ends = {plan.end for plan in plans}
+    changes = {min((t for t in plan.alloc if t > now), default=np.inf) for plan in plans}
+    kept = {t for t in (events - (moved - ends)) | changes if now < t < np.inf}
+    return kept - {plan.end for plan in plans if plan.gpus}

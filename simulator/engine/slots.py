@@ -5,10 +5,11 @@ max(t + Δ, earliest event), events being arrivals, predicted completions and a 
 requests (a planned scale change). Every arrival since the last decision is decided at that
 decision, together with the others (the published simulator folds events the same way).
 
-At a decision: progress of the elapsed interval is credited (a job on n GPUs runs the interval
-minus its overhead at the rate of the table, or of its trace duration for duration-based
-policies); jobs whose remaining work hit zero finish at the exact time inside the interval (their
-GPUs stay idle until this decision); the policy admits or declines the arrivals, then picks GPU
+At a decision: progress of the elapsed interval is credited (a job on n GPUs runs the interval,
+cut at the end its policy plans for its run if any (:meth:`SlotPolicy.runs_until`), minus its
+overhead, at the rate of the table, or of its trace duration for duration-based policies); jobs
+whose remaining work hit zero finish at the exact time inside the interval (their GPUs stay idle
+until this decision); the policy admits or declines the arrivals, then picks GPU
 counts; jobs are placed on nodes (:mod:`simulator.buddy`), and the overhead of the coming
 interval is charged as the policy's published rule says (:mod:`simulator.overheads`).
 
@@ -84,7 +85,7 @@ class SlotEngine:
             gpu_counts=w.gpu_counts, state=np.zeros(J, dtype=np.int8), submit=w.submit, deadline=w.deadline,
             best_effort=w.best_effort, iterations=w.iterations, remaining=w.iterations.astype(float).copy(),
             requested=w.requested, duration=w.duration, cap=cap, rates=rates, gpus=np.zeros(J, dtype=np.int64),
-            executed=np.zeros(J), attained=np.zeros(J),
+            executed=np.zeros(J), attained=np.zeros(J), release=np.full(J, np.nan),
             overhead_floor=self.overhead.base if policy.charge is Charge.EVERY_DECISION else 0.0,
         )
         self.finish = np.full(J, np.nan)
@@ -96,8 +97,8 @@ class SlotEngine:
         self.failed_leases = np.zeros(J, dtype=np.int64)
         self.redone_gpu_seconds = 0.0
         self.failures: dict[int, str] = {}
-        #: when each running job's GPUs are released, for policies that plan it (NaN: not planned)
-        self.release = np.full(J, np.nan)
+        #: when each running job's credited run time ends in the coming interval (NaN: at its end)
+        self.runs_until = np.full(J, np.nan)
 
     def run(self, progress: Progress | None = None) -> SimulationResult:
         v, w = self.view, self.workload
@@ -138,13 +139,15 @@ class SlotEngine:
             running = np.flatnonzero(v.gpus > 0)
             if running.size:
                 released = self.policy.releases(v)
+                until = self.policy.runs_until(v)
+                self.runs_until = np.full(J, np.nan) if until is None else until
                 if released is None:
                     rate = v.rate(running, v.gpus[running])
                     due = self.overhead_due[running] + v.remaining[running] / rate
                     events.append(float(t + np.min(np.ceil(due - _EPS) if self.policy.whole_seconds else due)))
                 else:
-                    self.release = released + self.overhead_due
-                    events.append(float(np.nanmin(self.release[running], initial=np.inf)))
+                    v.release = released + self.overhead_due
+                    events.append(float(np.nanmin(v.release[running], initial=np.inf)))
                 stalled = 0
             elif next_arrival >= J:
                 stalled += 1
@@ -166,35 +169,39 @@ class SlotEngine:
         )
 
     def _credit(self, start: float, end: float) -> None:
-        """Progress of the jobs holding GPUs over [start, end]: ``rate × (end − start − overhead)``
-        iterations, or what the executor reports for the interval's leases."""
+        """Progress of the jobs holding GPUs over [start, end]: ``rate × (span − overhead)``
+        iterations (span: to ``end``, or to the policy's :meth:`SlotPolicy.runs_until` before
+        it), or what the executor reports for the interval's leases. For a policy that
+        :attr:`SlotPolicy.finish_at_release`, a job whose release is ``end`` finishes there."""
         v = self.view
         jobs = np.flatnonzero(v.gpus > 0)
         if not jobs.size or end <= start:
             return
         n = v.gpus[jobs]
         rate = v.rate(jobs, n)
-        lost = np.minimum(self.overhead_due[jobs], end - start)
-        run = (end - start) - lost
+        span = np.clip(np.fmin(self.runs_until[jobs], end) - start, 0.0, None)
+        lost = np.minimum(self.overhead_due[jobs], span)
+        run = span - lost
         need = v.remaining[jobs] / rate
+        at_release = np.zeros(jobs.size, dtype=bool)
+        if self.policy.finish_at_release:
+            at_release = np.abs(v.release[jobs] - end) < _EPS
         if self._simulated:
-            finishing = need <= run + _EPS
+            finishing = (need <= run + _EPS) | at_release
             v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - run * rate)
         else:
             credited, failed = self._execute(start, jobs, n, rate, lost, np.minimum(need, run))
-            finishing = ~failed & (credited >= v.remaining[jobs] - _EPS)
+            finishing = ~failed & ((credited >= v.remaining[jobs] - _EPS) | at_release)
             v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - credited)
-        ran = np.where(finishing, need, run)
+        ran = np.where(finishing, np.minimum(need, run), run)
         v.executed[jobs] += ran
         v.attained[jobs] += ran * n
         self.overhead_total[jobs] += lost
         self.overhead_due[jobs] -= lost
         done = jobs[finishing]
         took = lost[finishing] + need[finishing]
-        self.finish[done] = start + (np.ceil(took - _EPS) if self.policy.whole_seconds else took)
-        if self.policy.finish_at_release:
-            at_release = np.abs(self.release[done] - end) < _EPS
-            self.finish[done[at_release]] = end
+        self.finish[done] = np.where(at_release[finishing], end,
+                                     start + (np.ceil(took - _EPS) if self.policy.whole_seconds else took))
         v.state[done] = JobState.DONE
         v.gpus[done] = 0
 
@@ -263,7 +270,7 @@ class SlotEngine:
         """Place the new allocation, charge overheads, update states."""
         v = self.view
         order = v.active()
-        first, placed = place(gpus, order, v.gpus_per_node, v.total_gpus)
+        first, placed = place(gpus, self.policy.placement_order(v, gpus), v.gpus_per_node, v.total_gpus)
         gpus = np.where(placed, gpus, 0)
         restart = self.overhead.is_restart(v.decisions)
         on = np.flatnonzero(gpus > 0)
