@@ -233,7 +233,7 @@ def _after_deadline(P: dict, orig: dict, alloc: dict, now: float, start: float, 
     """A job that misses its deadline: after A, the largest level that fits in each period until
     done; past the last breakpoint, min(G, cap) GPUs."""
     lat = max(A, start)
-    for e in [k for k in sorted(P) if k > A]:
+    for e in [k for k in sorted(P) if k > lat]:
         q = job.fit(P[lat])
         alloc[lat] = q
         if not q:

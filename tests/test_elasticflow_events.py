@@ -83,3 +83,11 @@ def test_a_scale_event_goes_when_the_end_event_at_its_time_moves_away():
     assert due_events({500, 700}, [a, b], moved={500}, now=0) == {300, 700}
     # an event where another plan still ends stays; one at the plan end of a running job goes
     assert due_events({900, 620}, [a, b], moved={900}, now=0) == {300, 900}
+
+
+def test_a_job_past_its_deadline_takes_the_largest_level_the_free_gpus_hold():
+    # deadline 10 < now 100: 6 GPUs free until 1,000 -> 4 GPUs, 80 iterations in 20 s; the
+    # empty period at now does not hold GPUs back (it once halved the level to 2)
+    job = PlanJob(**LINEAR, need=80, deadline=10)
+    out = plan_job({100: 6, 1000: 8}, 100, job, 60, 8)
+    assert (out.alloc, out.real_end, out.end, out.on_time) == ({100: 4}, 120, 160, False)
