@@ -145,6 +145,20 @@ def test_the_published_ef_places_whole_node_jobs_in_start_order():
     assert policy.placement_order(view, gpus).tolist() == [1, 0, 4, 2, 3]
 
 
+def test_the_published_ef_running_list_takes_plan_starts_before_leftover_starts():
+    from allocators.elasticflow.published import EFReplay
+
+    policy = EFReplay()
+    view = type("View", (), {"submit": np.array([5.0, 1.0, 2.0, 0.0])})()
+    jobs = np.array([2, 0, 3, 1])  # planning (deadline) order
+    planned = np.array([0, 2, 0, 1])  # the plan starts jobs 0 and 1; the leftover starts 2, 3
+    policy._record_starts(view, jobs, planned, np.array([2, 1, 4, 1]))
+    # plan starts in arrival order (1 before 0), then leftover starts in planning order (2, 3)
+    assert np.argsort(policy._started).tolist() == [1, 0, 2, 3]
+    policy._record_starts(view, jobs, planned, np.array([2, 1, 4, 1]))
+    assert np.argsort(policy._started).tolist() == [1, 0, 2, 3]  # numbered once
+
+
 jobs_strategy = st.lists(
     st.tuples(st.integers(0, 600), st.integers(100, 20_000), st.integers(60, 3000), st.sampled_from([1, 2, 4, 8])),
     min_size=1, max_size=6)

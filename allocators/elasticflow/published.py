@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from allocators.slot_plans import Charge, JobsView, SlotPolicy
+from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
 from formulations.elasticflow_events import MAXSIZE, PlanJob, allocate_free, plan_all
 
 
@@ -45,7 +45,9 @@ class EFReplay(SlotPolicy):
         self._ends = np.zeros(0)
         self._real_ends = np.zeros(0)
         self._events: set[float] = set()
+        #: each job's place in the published running list (inf: never started)
         self._started = np.zeros(0)
+        self._count = 0
 
     def allocate(self, view: JobsView) -> np.ndarray:
         jobs = view.active()
@@ -58,6 +60,10 @@ class EFReplay(SlotPolicy):
                  for k, j in enumerate(jobs.tolist())]
         profile, _ = plan_all(plans, view.now, view.slot, view.total_gpus)
         moved = {t for t, plan in zip(view.release[jobs].tolist(), plans) if t == t and t != plan.end}
+        if self._ends.size == view.state.size:
+            ended = ~np.isnan(self._ends) & (view.state != JobState.PENDING) & (view.state != JobState.RUNNING)
+            moved |= set(view.release[ended].tolist())
+        planned = np.array([plan.gpus for plan in plans], dtype=np.int64)
         allocate_free(plans, profile, view.now, view.slot, view.total_gpus, moved)
         gpus = np.zeros(len(view.state), dtype=np.int64)
         self._ends = np.full(len(view.state), np.nan)
@@ -65,18 +71,28 @@ class EFReplay(SlotPolicy):
         self._ends[jobs] = [plan.end for plan in plans]
         self._real_ends = np.full(len(view.state), np.nan)
         self._real_ends[jobs] = [plan.real_end for plan in plans]
-        if self._started.size != gpus.size:
-            self._started = np.full(gpus.size, np.inf)
-        self._started[(gpus > 0) & np.isinf(self._started)] = view.now
+        self._record_starts(view, jobs, planned, gpus)
         self._events = due_events(self._events, plans, moved, view.now)
         return gpus
 
+    def _record_starts(self, view: JobsView, jobs: np.ndarray, planned: np.ndarray, gpus: np.ndarray) -> None:
+        """Number the jobs that get GPUs for the first time in the published running-list order:
+        those the plan itself starts now (arrival order), then those only the leftover GPUs
+        start (planning order, the order the leftover reaches them)."""
+        if self._started.size != gpus.size:
+            self._started = np.full(gpus.size, np.inf)
+        new = (gpus[jobs] > 0) & np.isinf(self._started[jobs])
+        by_plan = jobs[new & (planned > 0)]
+        first = np.concatenate((by_plan[np.lexsort((by_plan, view.submit[by_plan]))], jobs[new & (planned == 0)]))
+        self._started[first] = self._count + np.arange(first.size)
+        self._count += first.size
+
     def placement_order(self, view: JobsView, gpus: np.ndarray) -> np.ndarray:
         """The jobs of a node's size or more in the order they first got GPUs, then the smaller
-        ones by decreasing size, ties in that order (ties in start time: arrival order)."""
+        ones by decreasing size, ties in that order."""
         on = np.flatnonzero(gpus > 0)
         whole = gpus[on] >= view.gpus_per_node
-        return on[np.lexsort((view.submit[on], self._started[on], np.where(whole, 0, -gpus[on]), ~whole))]
+        return on[np.lexsort((self._started[on], np.where(whole, 0, -gpus[on]), ~whole))]
 
     def next_decision(self, view: JobsView) -> float:
         return min(self._events, default=np.inf)
@@ -91,9 +107,9 @@ class EFReplay(SlotPolicy):
 def due_events(events: set, plans: list[PlanJob], moved: set, now: float) -> set:
     """The scale events still due after a re-plan at ``now``, as the published event list keeps
     them: each plan's first change after now joins; an event goes when a job's end event leaves
-    its time (``moved``: the jobs' previous releases and the ends their scale-ups replaced) and
-    no plan still ends there, and at the plan end of a job that holds GPUs (its end event moves
-    by the overhead)."""
+    its time (``moved``: the jobs' previous releases, those of the jobs that completed since,
+    and the ends their scale-ups replaced) and no plan still ends there, and at the plan end of
+    a job that holds GPUs (its end event moves by the overhead)."""
     ends = {plan.end for plan in plans}
     changes = {min((t for t in plan.alloc if t > now), default=np.inf) for plan in plans}
     kept = {t for t in (events - (moved - ends)) | changes if now < t < np.inf}
