@@ -10,9 +10,9 @@ from __future__ import annotations
 from allocators.base import Policy, SchedulingPolicy
 from allocators.chronus import Chronus
 from allocators.elasticflow.edf import EDF, EDFAccessControl
-from allocators.elasticflow.elasticflow import ElasticFlow, ElasticFlowGreedy
+from allocators.elasticflow.elasticflow import ElasticFlow
 from allocators.elasticflow.gandiva import Gandiva as GandivaEF
-from allocators.elasticflow.published import EFReplay
+from allocators.elasticflow.published import EFAccessReplay, EFReplay
 from allocators.elasticflow.themis import Themis
 from allocators.elasticflow.tiresias import Tiresias
 from allocators.gavel import finish_time_fairness as ftf
@@ -48,7 +48,7 @@ POLICIES: dict[str, type[Policy]] = {
 }
 
 SLOT_POLICIES: dict[str, type[SlotPolicy]] = {cls.name: cls for cls in (
-    EDF, EDFAccessControl, ElasticFlow, ElasticFlowGreedy, EFReplay, GandivaEF, Tiresias, Themis, Chronus,
+    EDF, EDFAccessControl, ElasticFlow, EFReplay, EFAccessReplay, GandivaEF, Tiresias, Themis, Chronus,
 )}
 
 ALL_POLICIES: dict[str, type[SchedulingPolicy]] = {**POLICIES, **SLOT_POLICIES}

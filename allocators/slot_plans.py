@@ -118,6 +118,9 @@ class SlotPolicy(SchedulingPolicy):
     #: a job still running at its planned release (:meth:`releases`) finishes there, even with
     #: work left (the published ``ef`` ends a job at its end event)
     finish_at_release: bool = False
+    #: a job finishes at (and is judged on) the completion its last plan predicted
+    #: (:meth:`runs_until`), however it ends (the published ``ef-accessctrl``)
+    finish_at_plan: bool = False
 
     def admit(self, view: JobsView, arrivals: np.ndarray) -> np.ndarray:
         return np.ones(len(arrivals), dtype=bool)

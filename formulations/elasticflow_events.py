@@ -290,14 +290,23 @@ def _without(profile: dict, job: PlanJob, total: int) -> dict:
     return merged(tmp)
 
 
-def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, total: int,
-                  superseded: set | None = None) -> dict:
+@dataclass
+class Leftover:
+    """What :func:`allocate_free` leaves: the ``profile``, the plan ends its scale-ups
+    ``replaced``, and the jobs ``ranked`` as its last sort by marginal GPU time left them."""
+
+    profile: dict
+    replaced: set
+    ranked: list
+
+
+def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, total: int) -> Leftover:
     """Hand the GPUs free now to ``jobs`` by marginal GPU time (module doc); updates the jobs'
-    plans and returns the profile. ``jobs`` in planning (deadline) order break ties. Each end
-    a scale-up replaces is added to ``superseded`` when given."""
+    plans. ``jobs`` in planning (deadline) order break ties."""
     free = total - sum(j.gpus for j in jobs)
+    replaced: set = set()
     if free <= 0:
-        return profile
+        return Leftover(profile, replaced, list(range(len(jobs))))
     marginal = [0.0] * len(jobs)
     trial: list[Outcome | None] = [None] * len(jobs)
 
@@ -322,8 +331,7 @@ def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, t
         job, out = jobs[pick], trial[pick]
         free -= job.next_level() - job.gpus
         profile = out.profile
-        if superseded is not None:
-            superseded.add(job.end)
+        replaced.add(job.end)
         job.alloc, job.end, job.real_end, job.gpus = out.alloc, out.end, out.real_end, out.alloc[now]
         for i in range(len(jobs)):
             if jobs[i].next_level() > jobs[i].gpus:
@@ -331,4 +339,4 @@ def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, t
             elif i == pick:
                 marginal[i], trial[i] = -MAXSIZE, None
         order = sorted(order, key=lambda i: -marginal[i])
-    return profile
+    return Leftover(profile, replaced, order)

@@ -28,9 +28,9 @@ def test_leftover_gpus_go_level_by_level_with_the_plan_remade():
     job = PlanJob(**LINEAR, need=600, deadline=300)
     profile, ok = plan_all([job], 0, 60, 8)
     assert ok and job.gpus == 2
-    profile = allocate_free([job], profile, 0, 60, 8)
+    left = allocate_free([job], profile, 0, 60, 8)
     assert (job.gpus, job.end, job.real_end) == (8, 120, 75)
-    assert profile == {0: 0, 120: 8}
+    assert left.profile == {0: 0, 120: 8}
 
 
 def test_a_job_that_cannot_make_its_deadline_takes_its_cap_past_the_profile():
@@ -69,9 +69,7 @@ def test_plans_never_overdraw_the_profile(need):
 def test_leftover_scale_ups_report_the_ends_they_replace():
     job = PlanJob(**LINEAR, need=600, deadline=300)
     profile, _ = plan_all([job], 0, 60, 8)
-    replaced: set = set()
-    allocate_free([job], profile, 0, 60, 8, replaced)
-    assert replaced == {300, 180} and job.end == 120
+    assert allocate_free([job], profile, 0, 60, 8).replaced == {300, 180} and job.end == 120
 
 
 def test_a_scale_event_goes_when_the_end_event_at_its_time_moves_away():

@@ -14,22 +14,11 @@ Policies:
   inserted on what it leaves free (:func:`formulations.elasticflow.insert_job`; also a proof), and
   then the LP relaxation (a certificate of infeasibility) and the MILP decide. A MILP over the size
   limit or stopped without an answer falls back to the greedy and says so in the run's notes.
-- ``elasticflow-greedy``: the published planner (the published ``ef-accessctrl``): the greedy
-  alone, with the published simulator's admission rules (``published``, below).
 
-(``ef``, the published planner without admission control, is replayed on the published
-event-time profile: :mod:`allocators.elasticflow.published`.)
-
-The published rules (``published = True``), kept for the published planners only:
-
-- the arrivals of one decision are admitted or declined together, on one plan of all of them
-  (one arrival that cannot make its deadline declines the others);
-- every admitted deadline job stays in the plan, also one that can no longer make its deadline,
-  which fails every admission test until it ends; a job past its deadline goes first, at its cap
-  (the published planner's fallback), and the plan is made on the GPUs it leaves.
-
-``elasticflow`` tests each arrival alone (deadline order) and plans only the jobs that can still
-make their deadline; the others run on leftover GPUs.
+(``elasticflow-greedy`` and ``ef``, the published planner with and without its admission control,
+are replayed on the published event-time profile: :mod:`allocators.elasticflow.published`.) Unlike
+them, ``elasticflow`` tests each arrival alone (deadline order) and plans only the jobs that can
+still make their deadline; the others run on leftover GPUs and block no admission.
 
 Each slot's usable seconds are reduced by the overhead every decision costs a running job
 (the engine's ``overhead_floor``), so plans keep the margin the published planner lacks.
@@ -47,7 +36,6 @@ import time
 import numpy as np
 
 from allocators.base import ProgramClass
-from allocators.elasticflow.edf import deadline_order, edf_allocation
 from allocators.slot_plans import Charge, JobsView, SlotPolicy
 from formulations.elasticflow import (
     TOL,
@@ -71,7 +59,6 @@ class ElasticFlow(SlotPolicy):
     caps = "elasticflow"
     charge = Charge.EVERY_DECISION
     exact = True
-    published = False
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, *, fine_slots: int = 64,
                  max_binaries: int = 20_000, time_limit: float = 5.0):
@@ -95,9 +82,6 @@ class ElasticFlow(SlotPolicy):
         admitted = self._deadline_jobs(view, exclude=arrivals)
         asking = ~view.best_effort[arrivals]
         self._bounds(view, np.union1d(admitted, arrivals[asking]))
-        if self.published:
-            ok[asking] = self._plan(view, np.union1d(admitted, arrivals[asking]), purpose="admission").feasible
-            return ok
         order = np.argsort(view.deadline[arrivals], kind="stable")
         for k in order:
             j = arrivals[k]
@@ -114,15 +98,8 @@ class ElasticFlow(SlotPolicy):
         gpus = np.zeros(len(view.state), dtype=np.int64)
         jobs = self._deadline_jobs(view)
         self._next_change = np.inf
-        held = None
-        if self.published:
-            late = view.deadline[jobs] <= view.now
-            gpus += edf_allocation(view, deadline_order(view, jobs[late]))
-            jobs = jobs[~late]
-            on = np.flatnonzero(gpus)
-            held = (gpus[on], view.now + view.remaining[on] / view.rate(on, gpus[on]))
         if jobs.size:
-            problem = self.problem(view, jobs, held)
+            problem = self.problem(view, jobs)
             plan = self._plan(view, jobs, purpose="allocation", problem=problem)
             gpus[jobs] = plan.gpus[:, 0]
             changes = np.flatnonzero((plan.gpus[:, 1:] != plan.gpus[:, :1]).any(axis=0))
@@ -136,8 +113,7 @@ class ElasticFlow(SlotPolicy):
         return gpus
 
     def placement_order(self, view: JobsView, gpus: np.ndarray) -> np.ndarray:
-        """Largest first, ties by deadline: the published ``ef_sim_jobs_access_control`` sorts its
-        job list by deadline at each event, then stably by GPU count, and places in that order."""
+        """Largest first, ties by deadline."""
         on = np.flatnonzero(gpus > 0)
         return on[np.lexsort((view.deadline[on], -gpus[on]))]
 
@@ -147,8 +123,6 @@ class ElasticFlow(SlotPolicy):
         and does not block admissions)."""
         jobs = view.active()
         jobs = jobs[~view.best_effort[jobs]]
-        if self.published:
-            return jobs if exclude is None else jobs[~np.isin(jobs, exclude)]
         fastest = np.nanmax(np.where(view.allowed(jobs), view.rates[jobs], np.nan), axis=1, initial=0.0)
         alive = view.now + view.remaining[jobs] / np.maximum(fastest, 1e-300) <= view.deadline[jobs]
         jobs = jobs[alive]
@@ -226,15 +200,11 @@ class ElasticFlow(SlotPolicy):
                 return None
         return Plan(feasible=True, gpus=gpus, method="kept plan")
 
-    def problem(self, view: JobsView, jobs: np.ndarray,
-                held: tuple[np.ndarray, np.ndarray] | None = None) -> AdmissionProblem:
-        """The admission program's data for ``jobs`` (sorted) from now on this decision's slots;
-        ``held`` = (GPUs, until when) of jobs outside the plan, taken from the capacity."""
+    def problem(self, view: JobsView, jobs: np.ndarray) -> AdmissionProblem:
+        """The admission program's data for ``jobs`` (sorted) from now on this decision's slots."""
         bounds = self._bounds(view, jobs)
         starts, ends = bounds[:-1], bounds[1:]
         capacity = np.full(len(starts), view.total_gpus, dtype=np.int64)
-        if held is not None:
-            capacity -= (held[0][:, None] * (held[1][:, None] > starts[None, :])).sum(axis=0).astype(np.int64)
         deadline = view.deadline[jobs]
         usable = np.clip(np.minimum(ends[None, :], deadline[:, None]) - starts[None, :], 0.0, None)
         decisions_per_slot = np.maximum(np.round((ends - starts) / view.slot), 1.0)
@@ -274,15 +244,6 @@ class ElasticFlow(SlotPolicy):
 
     def solve_log(self) -> list[dict]:
         return self._log
-
-
-class ElasticFlowGreedy(ElasticFlow):
-    """ElasticFlow as published (ef-accessctrl): the greedy planner alone, the published admission rules."""
-
-    name = "elasticflow-greedy"
-    program = ProgramClass.HEURISTIC
-    exact = False
-    published = True
 
 
 def _slot_starts(view: JobsView, problem: AdmissionProblem) -> np.ndarray:

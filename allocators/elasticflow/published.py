@@ -50,7 +50,18 @@ class EFReplay(SlotPolicy):
         self._count = 0
 
     def allocate(self, view: JobsView) -> np.ndarray:
-        jobs = view.active()
+        jobs, plans, profile, _ = self._plan(view, view.active())
+        moved = self._moved(view, jobs, plans)
+        planned = np.array([plan.gpus for plan in plans], dtype=np.int64)
+        moved |= allocate_free(plans, profile, view.now, view.slot, view.total_gpus).replaced
+        gpus = self._adopt(view, jobs, plans)
+        self._record_starts(view, jobs, planned, gpus)
+        self._events = due_events(self._events, plans, moved, view.now)
+        return gpus
+
+    def _plan(self, view: JobsView, jobs: np.ndarray) -> tuple[np.ndarray, list[PlanJob], dict, bool]:
+        """``jobs`` in planning (deadline, best effort last) order, their plans on {now: G}, the
+        profile left and whether every job is on time."""
         deadline = np.where(view.best_effort[jobs], MAXSIZE, view.deadline[jobs])
         order = np.argsort(deadline, kind="stable")
         jobs, deadline = jobs[order], deadline[order]
@@ -58,21 +69,26 @@ class EFReplay(SlotPolicy):
         plans = [PlanJob(levels=view.gpu_counts[allowed[k]], rates=view.rates[j][allowed[k]],
                          need=float(view.remaining[j]), deadline=float(deadline[k]))
                  for k, j in enumerate(jobs.tolist())]
-        profile, _ = plan_all(plans, view.now, view.slot, view.total_gpus)
+        profile, ok = plan_all(plans, view.now, view.slot, view.total_gpus)
+        return jobs, plans, profile, ok
+
+    def _moved(self, view: JobsView, jobs: np.ndarray, plans: list[PlanJob]) -> set:
+        """End-event times the re-plan leaves: the jobs' previous releases where their plan
+        ends elsewhere now, and those of the jobs that completed since the last decision."""
         moved = {t for t, plan in zip(view.release[jobs].tolist(), plans) if t == t and t != plan.end}
         if self._ends.size == view.state.size:
             ended = ~np.isnan(self._ends) & (view.state != JobState.PENDING) & (view.state != JobState.RUNNING)
             moved |= set(view.release[ended].tolist())
-        planned = np.array([plan.gpus for plan in plans], dtype=np.int64)
-        allocate_free(plans, profile, view.now, view.slot, view.total_gpus, moved)
+        return moved
+
+    def _adopt(self, view: JobsView, jobs: np.ndarray, plans: list[PlanJob]) -> np.ndarray:
+        """GPUs per job now; keeps each plan's end and completion."""
         gpus = np.zeros(len(view.state), dtype=np.int64)
-        self._ends = np.full(len(view.state), np.nan)
         gpus[jobs] = [plan.gpus for plan in plans]
+        self._ends = np.full(len(view.state), np.nan)
         self._ends[jobs] = [plan.end for plan in plans]
         self._real_ends = np.full(len(view.state), np.nan)
         self._real_ends[jobs] = [plan.real_end for plan in plans]
-        self._record_starts(view, jobs, planned, gpus)
-        self._events = due_events(self._events, plans, moved, view.now)
         return gpus
 
     def _record_starts(self, view: JobsView, jobs: np.ndarray, planned: np.ndarray, gpus: np.ndarray) -> None:
@@ -114,3 +130,56 @@ def due_events(events: set, plans: list[PlanJob], moved: set, now: float) -> set
     changes = {min((t for t in plan.alloc if t > now), default=np.inf) for plan in plans}
     kept = {t for t in (events - (moved - ends)) | changes if now < t < np.inf}
     return kept - {plan.end for plan in plans if plan.gpus}
+
+
+class EFAccessReplay(EFReplay):
+    """ElasticFlow's published planner with its admission control (the published
+    ``ef-accessctrl``, ``ef_sim_jobs_access_control``), on the ``ef`` replay.
+
+    The arrivals of a decision are planned with every admitted job; all of them are admitted if
+    every plan is on time, else all are declined (best-effort arrivals are always admitted). As
+    published, and unlike ``ef``: only the earliest first planned change of all jobs becomes a
+    scale event, and only when it comes before every other event (ends, arrivals, pending scale
+    events); a job without GPUs brings a decision at its planned end too; a job is judged on
+    the completion its last plan predicted (:attr:`SlotPolicy.finish_at_plan`); jobs are placed
+    largest first, ties in the order the leftover-GPU ranking by marginal GPU time left them."""
+
+    name = "elasticflow-greedy"
+    finish_at_plan = True
+
+    def __init__(self, solver: str = "highs", options=None):
+        super().__init__(solver, options)
+        self._rank = np.zeros(0)
+        self._waiting: set[float] = set()
+
+    def admit(self, view: JobsView, arrivals: np.ndarray) -> np.ndarray:
+        ok = np.ones(len(arrivals), dtype=bool)
+        asking = ~view.best_effort[arrivals]
+        if asking.any():
+            ok[asking] = self._plan(view, np.union1d(view.active(), arrivals))[3]
+        return ok
+
+    def allocate(self, view: JobsView) -> np.ndarray:
+        jobs, plans, profile, _ = self._plan(view, view.active())
+        moved = self._moved(view, jobs, plans)
+        left = allocate_free(plans, profile, view.now, view.slot, view.total_gpus)
+        moved |= left.replaced
+        gpus = self._adopt(view, jobs, plans)
+        self._rank = np.full(len(view.state), np.inf)
+        self._rank[jobs[left.ranked]] = np.arange(len(left.ranked))
+        ends = {plan.end for plan in plans}
+        kept = {t for t in self._events - (moved - ends) if t > view.now}
+        first = min((min((t for t in plan.alloc if t > view.now), default=np.inf) for plan in plans), default=np.inf)
+        later = view.submit[view.submit > view.now]
+        if first < min(kept | ends | {float(later.min()) if later.size else np.inf}):
+            kept.add(first)
+        self._events = kept - {plan.end for plan in plans if plan.gpus}
+        self._waiting = {plan.end for plan in plans if not plan.gpus}
+        return gpus
+
+    def placement_order(self, view: JobsView, gpus: np.ndarray) -> np.ndarray:
+        on = np.flatnonzero(gpus > 0)
+        return on[np.lexsort((self._rank[on], -gpus[on]))]
+
+    def next_decision(self, view: JobsView) -> float:
+        return min(self._events | self._waiting, default=np.inf)

@@ -202,6 +202,8 @@ class SlotEngine:
         took = lost[finishing] + need[finishing]
         self.finish[done] = np.where(at_release[finishing], end,
                                      start + (np.ceil(took - _EPS) if self.policy.whole_seconds else took))
+        if self.policy.finish_at_plan:
+            self.finish[done] = self.runs_until[done]
         v.state[done] = JobState.DONE
         v.gpus[done] = 0
 
