@@ -27,5 +27,14 @@ def test_elasticflow_rows_of_cluster10_within_0_02(shared_data):
     assert ratio["elasticflow"] >= ratio["elasticflow-greedy"]
 
 
+def test_the_published_planner_rows_within_their_targets(shared_data):
+    """``elasticflow-greedy`` on elasticVpollux and 195job (0.02), ``ef`` on the Fig. 9 n8g8 case (0.05)."""
+    runs = [r for r in elasticflow_runs(shared_data)
+            if (r.policy == "elasticflow-greedy" and r.source == "oracle" and r.trace != "itp/cluster10.csv")
+            or (r.policy == "ef" and r.cluster == "n8g8")]
+    assert len(runs) == 3
+    _check(shared_data, runs)
+
+
 def test_shockwave_compat_beats_the_published_120_job_run(shared_data):
     _check(shared_data, [r for r in shockwave_runs(shared_data) if r.mode == "compat"])

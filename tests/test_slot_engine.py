@@ -134,6 +134,10 @@ def test_the_published_ef_credits_no_run_time_after_the_planned_completion(tmp_p
     alone = run(tmp_path, rows[:1], "ef", overhead=OverheadModel())
     assert alone.jobs["finish"][0] == pytest.approx(130.0)
     assert alone.summary["decisions"] == 2
+    # the published ef-accessctrl ends it at the same event but judges it on its planned 100 s
+    judged = run(tmp_path, rows[:1], "elasticflow-greedy", overhead=OverheadModel())
+    assert judged.jobs["finish"][0] == pytest.approx(100.0)
+    assert judged.summary["decisions"] == 2
 
 
 def test_the_published_ef_places_whole_node_jobs_in_start_order():
