@@ -199,26 +199,27 @@ def _level_walk(P: dict, window: list, A: float, job: PlanJob, need: float,
 def _forward(P: dict, orig: dict, keys: list, alloc: dict, now: float, start: float, A: float, job: PlanJob,
              need: float, q: int, q_prev: int, point: float, slot: float, total: int) -> Outcome:
     """Lay the plan forward from ``start``: level ``q_prev`` before ``point``, ``q`` from it."""
-    def level(t: float) -> int:
-        return job.fit(min(q if t >= point else q_prev, P[t]))
-
-    lat, la, end = None, 0, None
-    for e in (k for k in keys if start <= k <= A):
-        if lat is None:
-            lat, la = e, level(e)
-            continue
+    ks = [k for k in keys if start <= k <= A]
+    free = np.array([P[k] for k in ks])
+    ceiling = np.where(np.array(ks) >= point, q, q_prev)
+    idx = np.searchsorted(job.levels, np.minimum(ceiling, free), side="right") - 1
+    levels = np.where(idx >= 0, job.levels[np.maximum(idx, 0)], 0).tolist()
+    rates = job.rates[np.maximum(idx, 0)].tolist()
+    end = None
+    for i in range(1, len(ks)):
+        lat, la, e = ks[i - 1], levels[i - 1], ks[i]
         alloc[lat] = la
         P[lat] -= la
         if la:
-            iters = ((e - lat) if e != A else job.deadline - lat) * job.rate(la)
+            iters = ((e - lat) if e != A else job.deadline - lat) * rates[i - 1]
             if lat < point or iters < need:
                 need -= iters
             else:
-                left = math.ceil(need / job.rate(la))
+                left = math.ceil(need / rates[i - 1])
                 end, real_end = lat + align(0, left, slot), lat + left
                 break
-        lat, la = e, level(e)
     if end is None:
+        lat, la = ks[-1], levels[-1]
         alloc[lat] = la
         P[lat] -= la
         left = math.ceil(need / job.rate(la))
