@@ -21,6 +21,7 @@
 
 Writes one row per (system, case, mode, metric): ours, published, difference, tolerance and
 whether it holds ("" where a row is for information), and prints one summary line per system.
+Rows of an existing file for the systems not run are kept.
 """
 
 from __future__ import annotations
@@ -209,6 +210,18 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _with_other_systems(rows: list[dict], path: Path, systems: list[str]) -> list[dict]:
+    """``rows``, with the rows of an existing file for the systems not run kept in place."""
+    if not path.exists():
+        return rows
+    with path.open(newline="") as f:
+        kept = list(csv.DictReader(f))
+    order = list(dict.fromkeys([row["system"] for row in kept] + [row["system"] for row in rows]))
+    by_system = {system: [row for row in kept if row["system"] == system] for system in order}
+    by_system.update({system: [row for row in rows if row["system"] == system] for system in systems})
+    return [row for system in order for row in by_system[system]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fidelity", description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
@@ -220,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = [run for system in args.systems for run in PLANS[system](args.data)]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         rows = [row for result in pool.map(execute, [args.data] * len(runs), runs) for row in result]
-    write_rows(rows, args.out)
+    write_rows(_with_other_systems(rows, args.out, args.systems), args.out)
     if args.markdown:
         args.markdown.write_text(markdown_table(rows) + "\n")
     for system in args.systems:

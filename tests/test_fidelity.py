@@ -38,3 +38,13 @@ def test_the_published_planner_rows_within_their_targets(shared_data):
 
 def test_shockwave_compat_beats_the_published_120_job_run(shared_data):
     _check(shared_data, [r for r in shockwave_runs(shared_data) if r.mode == "compat"])
+
+
+def test_a_run_of_some_systems_keeps_the_rows_of_the_others(tmp_path):
+    from benchmarks.fidelity import _with_other_systems
+    from benchmarks.rows import write_rows
+
+    path = tmp_path / "fidelity.csv"
+    write_rows([{"system": s, "ours": "old"} for s in ("gavel", "elasticflow", "shockwave")], path)
+    rows = _with_other_systems([{"system": "elasticflow", "ours": "new"}], path, ["elasticflow"])
+    assert [(r["system"], r["ours"]) for r in rows] == [("gavel", "old"), ("elasticflow", "new"), ("shockwave", "old")]
