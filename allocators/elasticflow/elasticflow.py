@@ -112,11 +112,6 @@ class ElasticFlow(SlotPolicy):
             gpus[active] = distribute_leftover(gpus[active], free, view.gpu_counts, throughput)
         return gpus
 
-    def placement_order(self, view: JobsView, gpus: np.ndarray) -> np.ndarray:
-        """Largest first, ties by deadline."""
-        on = np.flatnonzero(gpus > 0)
-        return on[np.lexsort((view.deadline[on], -gpus[on]))]
-
     def _deadline_jobs(self, view: JobsView, exclude: np.ndarray | None = None) -> np.ndarray:
         """Active deadline jobs that can still make their deadline alone on the whole cluster (a
         job past that point is planned no more: it runs on leftover GPUs, like a best-effort job,
