@@ -73,14 +73,15 @@ def test_leftover_scale_ups_report_the_ends_they_replace():
 
 
 def test_a_scale_event_goes_when_the_end_event_at_its_time_moves_away():
-    from allocators.elasticflow.published import due_events
+    from allocators.elasticflow.published import due_events, first_changes
 
     a = PlanJob(**LINEAR, need=1, deadline=1, gpus=2, alloc={0: 2, 300: 4}, end=620)
     b = PlanJob(**LINEAR, need=1, deadline=1, gpus=0, alloc={0: 0}, end=900)
+    assert first_changes([a, b], 0) == [300, np.inf]
     # 500 was a's release: it moved to 620, so the event at 500 goes; 700 stays; 300 joins
-    assert due_events({500, 700}, [a, b], moved={500}, now=0) == {300, 700}
+    assert due_events({500, 700}, [a, b], moved={500}, now=0, joining={300}) == {300, 700}
     # an event where another plan still ends stays; one at the plan end of a running job goes
-    assert due_events({900, 620}, [a, b], moved={900}, now=0) == {300, 900}
+    assert due_events({900, 620}, [a, b], moved={900}, now=0, joining={300}) == {300, 900}
 
 
 def test_a_job_past_its_deadline_takes_the_largest_level_the_free_gpus_hold():

@@ -60,7 +60,7 @@ class EFReplay(SlotPolicy):
         moved |= allocate_free(plans, profile, view.now, view.slot, view.total_gpus).replaced
         gpus = self._adopt(view, jobs, plans)
         self._record_starts(view, jobs, planned, gpus)
-        self._events = due_events(self._events, plans, moved, view.now)
+        self._events = due_events(self._events, plans, moved, view.now, set(first_changes(plans, view.now)))
         return gpus
 
     def _plan(self, view: JobsView, jobs: np.ndarray) -> tuple[np.ndarray, list[PlanJob], dict, bool]:
@@ -79,7 +79,7 @@ class EFReplay(SlotPolicy):
     def _moved(self, view: JobsView, jobs: np.ndarray, plans: list[PlanJob]) -> set:
         """End-event times the re-plan leaves: the jobs' previous releases where their plan
         ends elsewhere now, and those of the jobs that completed since the last decision."""
-        moved = {t for t, plan in zip(view.release[jobs].tolist(), plans) if t == t and t != plan.end}
+        moved = {t for t, plan in zip(view.release[jobs].tolist(), plans) if not np.isnan(t) and t != plan.end}
         if self._ends.size == view.state.size:
             ended = ~np.isnan(self._ends) & (view.state != JobState.PENDING) & (view.state != JobState.RUNNING)
             moved |= set(view.release[ended].tolist())
@@ -124,15 +124,19 @@ class EFReplay(SlotPolicy):
         return self._real_ends
 
 
-def due_events(events: set, plans: list[PlanJob], moved: set, now: float) -> set:
+def first_changes(plans: list[PlanJob], now: float) -> list[float]:
+    """Each plan's first change of its GPU count after ``now`` (inf: none)."""
+    return [min((t for t in plan.alloc if t > now), default=np.inf) for plan in plans]
+
+
+def due_events(events: set, plans: list[PlanJob], moved: set, now: float, joining: set) -> set:
     """The scale events still due after a re-plan at ``now``, as the published event list keeps
-    them: each plan's first change after now joins; an event goes when a job's end event leaves
-    its time (``moved``: the jobs' previous releases, those of the jobs that completed since,
-    and the ends their scale-ups replaced) and no plan still ends there, and at the plan end of
-    a job that holds GPUs (its end event moves by the overhead)."""
+    them: the ``joining`` ones are added; an event goes when a job's end event leaves its time
+    (``moved``: the jobs' previous releases, those of the jobs that completed since, and the
+    ends their scale-ups replaced) and no plan still ends there, and at the plan end of a job
+    that holds GPUs (its end event moves by the overhead)."""
     ends = {plan.end for plan in plans}
-    changes = {min((t for t in plan.alloc if t > now), default=np.inf) for plan in plans}
-    kept = {t for t in (events - (moved - ends)) | changes if now < t < np.inf}
+    kept = {t for t in (events - (moved - ends)) | joining if now < t < np.inf}
     return kept - {plan.end for plan in plans if plan.gpus}
 
 
@@ -171,13 +175,13 @@ class EFAccessReplay(EFReplay):
         gpus = self._adopt(view, jobs, plans)
         self._rank = np.full(len(view.state), np.inf)
         self._rank[jobs[left.ranked]] = np.arange(len(left.ranked))
-        ends = {plan.end for plan in plans}
-        kept = {t for t in self._events - (moved - ends) if t > view.now}
-        first = min((min((t for t in plan.alloc if t > view.now), default=np.inf) for plan in plans), default=np.inf)
+        kept = due_events(self._events, plans, moved, view.now, set())
+        first = min(first_changes(plans, view.now), default=np.inf)
         later = view.submit[view.submit > view.now]
-        if first < min(kept | ends | {float(later.min()) if later.size else np.inf}):
+        # kept leaves out the running plans' ends, but first < every plan end is tested below
+        if first < min(kept | {plan.end for plan in plans} | {float(later.min()) if later.size else np.inf}):
             kept.add(first)
-        self._events = kept - {plan.end for plan in plans if plan.gpus}
+        self._events = kept
         self._waiting = {plan.end for plan in plans if not plan.gpus}
         return gpus
 

@@ -98,7 +98,8 @@ class SlotEngine:
         self.redone_gpu_seconds = 0.0
         self.failures: dict[int, str] = {}
         #: when each running job's credited run time ends in the coming interval (NaN: at its end)
-        self.runs_until = np.full(J, np.nan)
+        self._uncut = np.full(J, np.nan)
+        self.runs_until = self._uncut
 
     def run(self, progress: Progress | None = None) -> SimulationResult:
         v, w = self.view, self.workload
@@ -140,7 +141,7 @@ class SlotEngine:
             if running.size:
                 released = self.policy.releases(v)
                 until = self.policy.runs_until(v)
-                self.runs_until = np.full(J, np.nan) if until is None else until
+                self.runs_until = self._uncut if until is None else until
                 if released is None:
                     rate = v.rate(running, v.gpus[running])
                     due = self.overhead_due[running] + v.remaining[running] / rate
@@ -200,10 +201,11 @@ class SlotEngine:
         self.overhead_due[jobs] -= lost
         done = jobs[finishing]
         took = lost[finishing] + need[finishing]
-        self.finish[done] = np.where(at_release[finishing], end,
-                                     start + (np.ceil(took - _EPS) if self.policy.whole_seconds else took))
         if self.policy.finish_at_plan:
             self.finish[done] = self.runs_until[done]
+        else:
+            self.finish[done] = np.where(at_release[finishing], end,
+                                         start + (np.ceil(took - _EPS) if self.policy.whole_seconds else took))
         v.state[done] = JobState.DONE
         v.gpus[done] = 0
 
