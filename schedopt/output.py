@@ -79,7 +79,7 @@ class bench_bar:
 
 def show_result(result, out: Path | None) -> None:
     """Print a run's summary (round or slot clock) and write its files."""
-    if "slot_seconds" in result.summary:
+    if result.summary["clock"] == "slots":
         print_deadline_summary(result.summary)
     else:
         print_summary(result.summary)

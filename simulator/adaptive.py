@@ -31,14 +31,14 @@ from simulator.adaptation import (
     split_job_type,
     steps_per_epoch,
 )
+from simulator.round_view import RoundView
 from simulator.throughputs import ThroughputTable, ThroughputTableError
-from simulator.workload import Workload
 
 
 class AdaptiveJobs:
     """Current batch size, rates and step totals of every job of a workload."""
 
-    def __init__(self, workload: Workload, table: ThroughputTable | None, *, published: bool = False):
+    def __init__(self, workload: RoundView, table: ThroughputTable | None, *, published: bool = False):
         tr = workload.trace
         self.workload = workload
         self.table = table

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.node_cluster import NodeCluster
+
 DEFAULT_CLUSTER = "v100=36,p100=36,k80=36"
 _NAME = re.compile(r"^[A-Za-z][\w.-]*$")
 
@@ -18,8 +20,18 @@ class ClusterSpecError(ValueError):
 
 @dataclass(frozen=True)
 class Cluster:
+    """The one cluster model: ``gpus[i]`` GPUs of ``worker_types[i]``, in nodes of ``gpus_per_node``
+    GPUs (None: not given; a run then takes its ``--gpus-per-server``). A Gavel ``v100=36`` spec and
+    an ElasticFlow node spec (:meth:`of_nodes`) are both clusters."""
+
     worker_types: tuple[str, ...]
     gpus: np.ndarray
+    gpus_per_node: int | None = None
+
+    @classmethod
+    def of_nodes(cls, nodes: NodeCluster, gpu_type: str) -> Cluster:
+        """An ElasticFlow cluster spec's identical nodes as one worker type ``gpu_type``."""
+        return cls((gpu_type,), np.array([nodes.num_gpus], dtype=np.int64), nodes.gpus_per_node)
 
     def __str__(self) -> str:
         return ",".join(f"{t}={int(g)}" for t, g in zip(self.worker_types, self.gpus))

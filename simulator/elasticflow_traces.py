@@ -216,6 +216,22 @@ def read_deadline_trace(path: str | os.PathLike) -> DeadlineTrace:
     )
 
 
+def _cell(value) -> str:
+    """A number as the shortest text that reads back to the same float."""
+    return "inf" if value == math.inf else repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+def deadline_trace_text(trace: DeadlineTrace) -> str:
+    """The trace in ElasticFlow's columns, with ``best_effort`` (read back by :func:`read_deadline_trace`)."""
+    lines = [",".join((*ELASTICFLOW_COLUMNS, "best_effort"))]
+    for j in range(len(trace)):
+        ddl = trace.submit[j] if trace.best_effort[j] else trace.deadline[j]
+        lines.append(",".join((str(trace.job_ids[j]), _cell(trace.submit[j]), _cell(trace.iterations[j]),
+                               str(trace.model[j]), _cell(ddl), str(int(trace.batch_size[j])),
+                               str(int(trace.num_gpus[j])), _cell(trace.duration[j]), str(int(trace.best_effort[j])))))
+    return "\n".join(lines) + "\n"
+
+
 @dataclass(frozen=True)
 class ChronusTrace:
     """Chronus jobs as arrays in file order (times in seconds when read with ``minutes=True``).
@@ -257,6 +273,26 @@ class ChronusTrace:
 CHRONUS_COLUMNS = ("job_id", "user", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval",
                    "expect_time_list", "expect_value_list", "best_effort", "job_type")
 JOB_TYPES = ("strict", "soft", "best")
+
+
+def chronus_trace_text(trace: ChronusTrace, *, minutes: bool = True) -> str:
+    """The trace in Chronus's columns (``batch_size`` where it has one), times in minutes when
+    ``minutes``; a best-effort job gets the placeholder option the published traces carry."""
+    scale = 60.0 if minutes else 1.0
+    header = CHRONUS_COLUMNS + (("batch_size",) if trace.batch_size is not None else ())
+    lines = [",".join(header)]
+    for j in range(len(trace)):
+        lo, hi = trace.option_offsets[j], trace.option_offsets[j + 1]
+        offsets = (trace.option_time[lo:hi] - trace.submit[j]) / scale if hi > lo else [trace.submit[j] / scale]
+        values = trace.option_value[lo:hi] if hi > lo else [0.0]
+        row = [str(trace.job_ids[j]), str(trace.users[j]), str(int(trace.num_gpus[j])), _cell(trace.submit[j] / scale),
+               _cell(trace.iterations[j]), str(trace.model[j]), _cell(trace.duration[j] / scale),
+               _cell(trace.interval[j]), "-".join(map(_cell, offsets)), "-".join(map(_cell, values)),
+               str(int(trace.best_effort[j])), str(trace.job_type[j])]
+        if trace.batch_size is not None:
+            row.append(str(int(trace.batch_size[j])))
+        lines.append(",".join(row))
+    return "\n".join(lines) + "\n"
 
 
 def read_chronus_trace(path: str | os.PathLike, *, minutes: bool = True) -> ChronusTrace:

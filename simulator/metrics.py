@@ -30,8 +30,8 @@ import numpy as np
 
 from allocators.slot_plans import JobState, SlotPolicy
 from simulator.files import write_atomically
-from simulator.outcomes import job_states, outcome_metrics
-from simulator.workload import Workload
+from simulator.outcomes import conform, job_states, outcome_metrics
+from simulator.round_view import RoundView
 
 UNFAIR_RHO = 1.05
 
@@ -67,7 +67,7 @@ class RunRecord:
     timeline: list[tuple] = field(default_factory=list)
 
     @classmethod
-    def create(cls, workload: Workload, isolated_runtime: np.ndarray) -> RunRecord:
+    def create(cls, workload: RoundView, isolated_runtime: np.ndarray) -> RunRecord:
         J, n = workload.num_jobs, len(workload.cluster.worker_types)
         s = workload.trace.scale_factors[:, None].astype(float)
         fits = (workload.rates > 0) & (workload.trace.scale_factors[:, None] <= workload.cluster.gpus[None, :])
@@ -186,7 +186,7 @@ def _percentile(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else 0.0
 
 
-def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) -> SimulationResult:
+def summarize(workload: RoundView, policy, config, rec: RunRecord, now: float) -> SimulationResult:
     """Per-job columns, the timeline and the summary metrics of a finished run."""
     tr, types = workload.trace, workload.cluster.worker_types
     ids = np.arange(workload.num_jobs)
@@ -203,14 +203,13 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
     gpus = float(workload.cluster.gpus.sum())
     ftf = jct / (rec.isolated_runtime * max(1.0, workload.num_jobs / gpus))
     jobs = {
-        "job_id": ids, "job_type": np.asarray(tr.job_types, dtype=object), "scale_factor": tr.scale_factors,
+        "job_id": ids, "model": np.asarray(tr.job_types, dtype=object),
         "priority_weight": tr.weights, "arrival": tr.arrival_times, "start": rec.first_start,
         "finish": rec.finish, "jct": jct, "isolated_jct": iso_jct, "rho": rho,
         "isolated_runtime": rec.isolated_runtime, "ftf": ftf, "runtime": rec.runtime, "forced": rec.forced,
         **{f"gpu_seconds_{t}": rec.gpu_seconds[:, j] for j, t in enumerate(types)},
         "preemptions": rec.preemptions, "lease_extensions": rec.lease_extensions,
-        "steps_done": rec.steps, "total_steps": tr.total_steps, "in_window": in_window,
-        "failed": rec.failed,
+        "work_done": rec.steps, "work": tr.total_steps, "in_window": in_window,
     }
     timeline = {"start": tl[:, 0], "end": tl[:, 1], "busy_gpus": tl[:, 2:2 + len(types)].sum(axis=1).astype(np.int64),
                 **{f"busy_{t}": tl[:, 2 + j].astype(np.int64) for j, t in enumerate(types)},
@@ -232,10 +231,12 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         makespan=makespan, busy_gpu_seconds=float(rec.busy_gpu_seconds.sum()),
         efficiency_seconds=_efficiency_seconds(workload, rec.gpu_seconds), preemptions=rec.preemptions,
         solve_seconds=solves["seconds"], counted=in_window)
-    jobs.update(common_jobs, requested_gpus=tr.scale_factors, state=job_states(done, np.zeros_like(done), rec.failed))
+    jobs.update(common_jobs, requested_gpus=tr.scale_factors, state=job_states(done, np.zeros_like(done), rec.failed),
+                best_effort=~np.isfinite(deadline))
     summary = {
         "policy": policy.name, "solver": policy.solver, "trace": tr.source, "cluster": str(workload.cluster),
-        "preset": config.preset, "round_length": config.round_length, "reset_interval": config.reset_interval,
+        "gpus": int(gpus), "clock": "rounds", "preset": config.preset, "round_length": config.round_length,
+        "reset_interval": config.reset_interval,
         "overhead": config.overhead, "seed": config.seed, "gavel_compat": config.gavel_compat,
         "window": list(config.window) if config.window else None,
         "jobs": int(workload.num_jobs), "jobs_completed": int(done.sum()), "window_jobs_completed": int(win.sum()),
@@ -264,10 +265,10 @@ def summarize(workload: Workload, policy, config, rec: RunRecord, now: float) ->
         "notes": list(rec.notes),
     }
     summary.update({k: v for k, v in common.items() if k not in summary})
-    return SimulationResult(jobs, timeline, summary, solves)
+    return SimulationResult(*conform(jobs, timeline, summary, types), solves)
 
 
-def _efficiency_seconds(workload: Workload, gpu_seconds: np.ndarray) -> float:
+def _efficiency_seconds(workload: RoundView, gpu_seconds: np.ndarray) -> float:
     """∫ Σ_running rate(n) / rate(1) dt: each job's GPU-seconds per type over its scale factor, times
     its speed-up over one GPU of that type (linear where the table has no 1-GPU entry)."""
     table, tr = workload.table, workload.trace
@@ -286,7 +287,8 @@ def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overh
                 first_start: np.ndarray, state: np.ndarray, overhead_seconds: np.ndarray, timeline,
                 decision_seconds: np.ndarray, decisions: int, wall_seconds: float, unschedulable: np.ndarray,
                 preemptions: np.ndarray, failed_leases: np.ndarray, redone_gpu_seconds: float,
-                failures: dict[int, str]) -> SimulationResult:
+                failures: dict[int, str], work_done: np.ndarray, runtime: np.ndarray,
+                held_gpu_seconds: np.ndarray) -> SimulationResult:
     """The slotted engine's run as a :class:`SimulationResult` (the common metrics, plus the slot
     length, the overhead model and its seconds, cluster efficiency per decision)."""
     w = workload
@@ -321,9 +323,11 @@ def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overh
         preemptions=preemptions, solve_seconds=decision_seconds)
     summary = {
         "policy": policy.name,
+        "solver": getattr(policy, "solver", None),
         "trace": w.trace.source,
         "cluster": f"{w.cluster.num_nodes} nodes x {w.gpus_per_node} GPUs",
         "gpus": w.total_gpus,
+        "clock": "slots",
         "preset": preset,
         "slot_seconds": slot,
         "overhead_model": vars(overhead),
@@ -337,12 +341,14 @@ def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overh
         "notes": notes,
     }
     jobs = {"job_id": w.job_ids, "model": w.trace.model, "batch_size": w.trace.batch_size,
-            "requested_gpus": w.requested, "best_effort": w.best_effort.astype(int),
+            "requested_gpus": w.requested, "best_effort": w.best_effort,
             "state": job_states(done, declined, failed), **common_jobs,
-            "overhead_seconds": overhead_seconds}
+            "overhead_seconds": overhead_seconds, "priority_weight": np.ones(len(w)), "runtime": runtime,
+            "work_done": work_done, "work": w.iterations, f"gpu_seconds_{w.worker_type}": held_gpu_seconds}
     keys = sorted({k for row in solves for k in row})
     solve_cols = {k: np.array([row.get(k, np.nan) for row in solves]) for k in keys}
     timeline_cols = {"start": times, "end": times + spans, "busy_gpus": np.asarray(timeline.busy),
                      "running_jobs": np.asarray(timeline.running), "queued_jobs": np.asarray(timeline.pending),
-                     "cluster_efficiency": np.asarray(timeline.efficiency)}
-    return SimulationResult(jobs=jobs, timeline=timeline_cols, summary=summary, solves=solve_cols)
+                     "cluster_efficiency": np.asarray(timeline.efficiency),
+                     f"busy_{w.worker_type}": np.asarray(timeline.busy)}
+    return SimulationResult(*conform(jobs, timeline_cols, summary, (w.worker_type,)), solve_cols)

@@ -100,6 +100,41 @@ def outcome_metrics(*, arrival: np.ndarray, deadline: np.ndarray, start: np.ndar
     return columns, summary
 
 
+#: jobs.csv after JOB_COLUMNS, for every run (empty where a clock has no such figure), then
+#: ``gpu_seconds_<type>`` per worker type
+JOB_EXTRAS = ("model", "batch_size", "priority_weight", "best_effort", "isolated_jct", "runtime", "work_done", "work",
+              "overhead_seconds", "forced", "lease_extensions", "in_window")
+#: timeline.csv for every run, then ``busy_<type>`` per worker type
+TIMELINE_COLUMNS = ("start", "end", "busy_gpus", "running_jobs", "queued_jobs", "cluster_efficiency")
+#: summary.json: what ran, then SUMMARY_KEYS, then each clock's settings and counters (None where
+#: the clock has none), then the notes
+RUN_KEYS = ("policy", "solver", "trace", "cluster", "gpus", "clock", "preset")
+SETTING_KEYS = ("round_length", "reset_interval", "overhead", "seed", "gavel_compat", "window", "max_runtime_factor",
+                "slot_seconds", "overhead_model", "window_jobs_completed", "average_jct_window",
+                "forced_completions", "lease_extension_rate", "best_effort_jobs", "overhead_seconds_total",
+                "redone_gpu_seconds", "rounds", "decisions", "solves", "programs_solved",
+                "solver_build_seconds_total", "solver_translate_seconds_total", "solver_solve_seconds_total",
+                "wall_seconds")
+
+
+def conform(jobs: dict, timeline: dict, summary: dict, worker_types) -> tuple[dict, dict, dict]:
+    """The run's columns and summary in the order every run has (a figure the clock lacks: NaN /
+    None); a column outside these lists is an error, so no run has columns another lacks."""
+    n = len(jobs["job_id"])
+    per_job = (*JOB_COLUMNS, *JOB_EXTRAS, *(f"gpu_seconds_{t}" for t in worker_types))
+    per_interval = (*TIMELINE_COLUMNS, *(f"busy_{t}" for t in worker_types))
+    keys = (*RUN_KEYS, *SUMMARY_KEYS, *SETTING_KEYS, "notes")
+    for given, known, what in ((jobs, per_job, "job column"), (timeline, per_interval, "timeline column"),
+                               (summary, keys, "summary key")):
+        extra = set(given) - set(known)
+        if extra:
+            raise ValueError(f"{what}(s) {sorted(extra)} not in the common set (simulator.outcomes)")
+    rows = len(timeline["start"])
+    return ({k: jobs[k] if k in jobs else np.full(n, np.nan) for k in per_job},
+            {k: timeline[k] if k in timeline else np.full(rows, np.nan) for k in per_interval},
+            {k: summary.get(k) for k in keys})
+
+
 def job_states(done: np.ndarray, declined: np.ndarray, failed: np.ndarray) -> np.ndarray:
     """finished / declined / failed / unfinished per job."""
     return np.select([done, declined, failed], ["finished", "declined", "failed"], "unfinished").astype(object)

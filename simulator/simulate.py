@@ -1,10 +1,10 @@
-"""One call from a trace to a :class:`SimulationResult`, for any policy on any workload:
-``simulate(...)`` for a Gavel / Shockwave trace (or a generated workload) and
-``simulate_deadlines(...)`` for an ElasticFlow / ITP / Chronus trace with its node cluster and
-iteration tables. A policy planning time shares or whole rounds runs on the round clock
+"""One call from a workload to a :class:`SimulationResult`, for any policy on any workload:
+:func:`run` takes the one :class:`~simulator.workload.Workload`; :func:`simulate` builds it from a
+Gavel / Shockwave trace (or a generated one), a ``type=count`` cluster and a Gavel table, and
+:func:`simulate_deadlines` from an ElasticFlow / ITP trace, a node cluster spec and iteration tables.
+A policy planning time shares or whole rounds runs on the round clock
 (:class:`simulator.engine.Engine`), one planning GPUs per slot on the slot clock
-(:class:`simulator.engine.SlotEngine`); the workload is converted to the clock's terms
-(:mod:`simulator.workloads`)."""
+(:class:`simulator.engine.SlotEngine`), each through its view of the workload (:mod:`simulator.views`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from allocators import ProgramClass, make_policy
-from allocators.registry import POLICIES, SLOT_POLICIES, UnknownPolicyError, make_slot_policy, policy_class
+from allocators.registry import SLOT_POLICIES, make_slot_policy, policy_class
 from optim import SolveOptions
 from simulator.cluster import Cluster, parse_cluster, parse_prices
-from simulator.elasticflow_traces import DeadlineTrace, read_deadline_trace
+from simulator.elasticflow_traces import DeadlineTrace
 from simulator.engine.presets import get_preset
 from simulator.engine.rounds import Engine, Progress, SimulationConfig
 from simulator.engine.slots import SlotConfig, SlotEngine
@@ -28,10 +28,12 @@ from simulator.iteration_tables import IterationTable, read_throughput_dir
 from simulator.metrics import SimulationResult
 from simulator.node_cluster import NodeCluster, read_cluster_spec
 from simulator.overheads import OverheadModel
+from simulator.rates import CurveRates, TableRates
+from simulator.slot_view import SlotView
 from simulator.throughputs import ThroughputTable, read_gavel_json
 from simulator.traces import Trace, read_trace
-from simulator.workload import build_workload
-from simulator.workloads import DeadlineRule, SlotWorkload, as_deadline_workload, as_round_inputs, with_deadlines
+from simulator.views import DeadlineRule, round_view, slot_view, with_deadlines
+from simulator.workload import Jobs, Workload, read_jobs
 
 #: the built-in example: a few hundred generated jobs on a small heterogeneous cluster
 EXAMPLE = {"cluster": "v100=8,p100=8,k80=8", "num_jobs": 200, "lam": 1800.0, "multi_gpu": True, "seed": 0}
@@ -72,22 +74,13 @@ def simulate(
     preset: str | None = None,
     **config_fields,
 ) -> SimulationResult:
-    """Replay ``trace`` (a path or a :class:`Trace`) or a workload drawn with
-    ``generate`` (keyword arguments of :func:`generate_trace`) under ``policy``.
+    """Replay a Gavel / Shockwave ``trace`` (a path or a :class:`Trace`) or a workload drawn with
+    ``generate`` (keyword arguments of :func:`generate_trace`) under ``policy``: :func:`run` on the
+    workload of its jobs, ``cluster`` and ``throughputs`` (default: the built-in example table).
 
-    ``throughputs`` defaults to the built-in example table; ``solver="auto"`` picks
-    :func:`default_solver`; ``config_fields`` (``round_length``, ``window``, ``seed``,
-    ``gavel_compat``, ...) over ``preset``'s settings (default Gavel's; see
-    :mod:`simulator.engine.presets`) build the :class:`SimulationConfig` when ``config`` is None,
-    whose ``seed`` is also the solver's random seed unless ``options`` sets one;
-    ``policy_params`` go to the policy's constructor (e.g. ``config`` for ``shockwave``);
-    ``executor`` runs each round's (or slot's) leases (default: simulated, every planned step done).
-
-    A deadline policy (``elasticflow``, ``edf``, ...) runs the same workload on the slotted
-    engine (:func:`simulator.workloads.as_deadline_workload`: one GPU type, ``gpus_per_server``-GPU
-    nodes, ``slot``-second slots, default the ``preset``'s or ElasticFlow's 60 s) with deadlines
-    from the trace's SLOs or ``deadlines`` (``uniform:LO:HI``, drawn with the config's seed).
-    """
+    ``config_fields`` (``round_length``, ``window``, ``seed``, ``gavel_compat``, ...) over ``preset``'s
+    settings (default Gavel's; see :mod:`simulator.engine.presets`) build the
+    :class:`SimulationConfig` when ``config`` is None."""
     if (trace is None) == (generate is None):
         raise ValueError("give exactly one of a trace or generate=...")
     config = config or SimulationConfig.from_preset(preset or "gavel", **config_fields)
@@ -98,29 +91,65 @@ def simulate(
         trace = generate_trace(table, **dict(generate))
     elif not isinstance(trace, Trace):
         trace = read_trace(trace)
-    workload = build_workload(trace, spec, table)
-    notes = []
+    return run(Workload(Jobs.from_gavel(trace), spec, TableRates(table)), policy=policy, solver=solver,
+               config=config, options=options, prices=prices, progress=progress, policy_params=policy_params,
+               executor=executor, deadlines=deadlines, slot=slot, preset=preset)
+
+
+def run(
+    workload: Workload,
+    *,
+    policy: str,
+    solver: str = "auto",
+    config: SimulationConfig | None = None,
+    options: SolveOptions | None = None,
+    prices: str | None = None,
+    progress: Progress | None = None,
+    policy_params: Mapping | None = None,
+    executor: Executor | None = None,
+    deadlines: str | DeadlineRule | None = None,
+    slot: float | None = None,
+    overhead: OverheadModel | None = None,
+    preset: str | None = None,
+) -> SimulationResult:
+    """``policy`` on ``workload``, whatever trace it came from: the one entry of every run.
+
+    A policy planning time shares or whole rounds runs on the round clock
+    (:class:`simulator.engine.Engine`, settings ``config``, default ``preset``'s or Gavel's; GPUs per
+    server from the cluster where it gives them), one planning GPU counts on the slot clock
+    (:class:`simulator.engine.SlotEngine`, ``slot``-second slots, default the ``preset``'s or
+    ElasticFlow's 60 s, ``overhead`` None: the published model), each through its view of the
+    workload (:mod:`simulator.views`). ``solver="auto"`` picks :func:`default_solver` (HiGHS for slot
+    policies); ``deadlines`` (``uniform:LO:HI``, drawn with the config's seed) supplies deadlines a
+    Gavel trace lacks; ``policy_params`` go to the policy's constructor; ``executor`` runs each
+    interval's leases (default: simulated, every planned step done). An unknown policy is an error
+    listing the known ones; no name is ever mapped to another."""
+    config = config or SimulationConfig.from_preset(preset or "gavel")
     if deadlines is not None:
         rule = DeadlineRule.parse(deadlines, config.seed) if isinstance(deadlines, str) else deadlines
         workload = with_deadlines(workload, rule)
-        notes.append(f"deadlines drawn: {rule}")
+    notes = list(workload.notes)
     if policy in SLOT_POLICIES:
-        per_server = config.gpus_per_server
-        if not isinstance(per_server, int):
-            raise ValueError(f"policy {policy}: one GPUs-per-server count, got {per_server}")
-        if workload.trace.adaptive:
+        if any(mode != "static" for mode in workload.jobs.mode):
             notes.append("batch-size adaptation (accordion / gns) is not modelled by slot policies: jobs keep "
                          "their first batch size")
-        return run_slot_workload(as_deadline_workload(workload, per_server, policy), policy,
-                                 "highs" if solver == "auto" else solver, options, slot, progress=progress,
-                                 notes=notes, executor=executor, preset=preset)
+        view = slot_view(workload, config.gpus_per_server, policy)
+        return run_slot_view(view, policy, "highs" if solver == "auto" else solver, options, slot, overhead,
+                             progress, notes=notes, executor=executor, preset=preset, **dict(policy_params or {}))
+    view = round_view(workload)
+    per_node = workload.cluster.gpus_per_node
+    if per_node is not None:
+        config = replace(config, gpus_per_server=per_node)
+    if isinstance(workload.rates, CurveRates):
+        notes.insert(0, f"{workload.jobs.source} on the round engine: {view.cluster} in servers of {per_node}, "
+                        f"each job on its requested GPUs, deadlines from the trace")
     options = options or SolveOptions()
     if options.seed is None:
         options = replace(options, seed=config.seed)
     pol = make_policy(policy, default_solver(policy, config.gavel_compat) if solver == "auto" else solver, options,
                       gavel_compat=config.gavel_compat, **_seeded(policy, config.seed), **dict(policy_params or {}))
-    price_array = parse_prices(prices, spec) if prices else None
-    result = Engine(workload, pol, config, prices=price_array, executor=executor).run(progress)
+    price_array = parse_prices(prices, view.cluster) if prices else None
+    result = Engine(view, pol, config, prices=price_array, executor=executor).run(progress)
     result.summary["notes"][:0] = notes
     return result
 
@@ -165,51 +194,39 @@ def simulate_deadlines(
     preset: str | None = None,
     **policy_params,
 ):
-    """Replay ``trace`` on ``cluster`` under ``policy``. ``gpu_type`` selects ElasticFlow's
-    hand-set GPU caps (default: from the table directory's name); ``overhead`` None = the
-    published model for the cluster size, :meth:`OverheadModel.none` = no overhead.
-
-    A round policy (Gavel's, Shockwave's) runs the same workload on the round engine
-    (:func:`simulator.workloads.as_round_inputs`; ``round_config``: its
-    :class:`~simulator.engine.rounds.SimulationConfig`, GPUs per server from the cluster) and returns a
-    :class:`~simulator.metrics.SimulationResult`. ``executor`` runs each interval's leases
-    (default: simulated)."""
+    """Replay a ``trace`` (ElasticFlow / ITP, or any format :func:`~simulator.workload.read_jobs` reads
+    whose jobs name a global batch size) on the node ``cluster`` spec with the iteration tables
+    ``throughputs`` under ``policy``: :func:`run` on that workload. ``gpu_type`` selects ElasticFlow's
+    hand-set GPU caps (default: from the table directory's name); ``overhead`` None = the published
+    model for the cluster size, :meth:`OverheadModel.none` = no overhead; ``round_config``: the
+    :class:`~simulator.engine.rounds.SimulationConfig` of a round policy."""
     table = throughputs if isinstance(throughputs, IterationTable) else read_throughput_dir(throughputs)
     if gpu_type is None:
         gpu_type = gpu_type_of(table.directory)
     elif gpu_type not in GPU_TYPES:
         raise ValueError(f"gpu type {gpu_type!r}: expected one of {', '.join(GPU_TYPES)}")
-    spec = cluster if isinstance(cluster, NodeCluster) else read_cluster_spec(cluster)
-    jobs = trace if isinstance(trace, DeadlineTrace) else read_deadline_trace(trace)
-    workload = SlotWorkload.build(jobs, spec, table, gpu_type)
-    if policy in POLICIES:
-        rtrace, rcluster, rtable, per_server = as_round_inputs(workload)
-        config = replace(round_config or SimulationConfig.from_preset(preset or "gavel"), gpus_per_server=per_server)
-        result = simulate(rtrace, policy=policy, solver=solver, cluster=rcluster, throughputs=rtable, config=config,
-                          options=options, progress=progress, policy_params=policy_params, executor=executor)
-        result.summary["notes"].insert(0, f"{jobs.source} on the round engine: {rcluster} in servers of "
-                                          f"{per_server}, each job on its requested GPUs, deadlines from the trace")
-        return result
-    if policy not in SLOT_POLICIES:
-        raise UnknownPolicyError(f"unknown policy {policy!r}; known: "
-                                 f"{', '.join(sorted({*POLICIES, *SLOT_POLICIES}))}")
-    return run_slot_workload(workload, policy, solver, options, slot, overhead, progress, executor=executor,
-                             preset=preset, **policy_params)
+    nodes = cluster if isinstance(cluster, NodeCluster) else read_cluster_spec(cluster)
+    jobs = Jobs.from_deadlines(trace) if isinstance(trace, DeadlineTrace) else read_jobs(trace)
+    rates = CurveRates(table, gpu_type)
+    workload = Workload(jobs, Cluster.of_nodes(nodes, rates.worker_types[0]), rates)
+    return run(workload, policy=policy, solver=solver, config=round_config or SimulationConfig.from_preset(
+        preset or "gavel"), options=options, progress=progress, policy_params=policy_params, executor=executor,
+        slot=slot, overhead=overhead, preset=preset)
 
 
-def run_slot_workload(workload: SlotWorkload, policy: str, solver: str, options: SolveOptions | None,
-                      slot: float | None, overhead: OverheadModel | None = None, progress: Progress | None = None,
-                      notes: list[str] | None = None, executor=None, preset: str | None = None,
-                      **policy_params) -> SimulationResult:
-    """``policy`` on ``workload`` on the slot clock, slots of ``slot`` seconds (None: the
-    ``preset``'s, default ElasticFlow's 60 s); ``notes`` go to the summary's notes."""
+def run_slot_view(view: SlotView, policy: str, solver: str, options: SolveOptions | None, slot: float | None,
+                  overhead: OverheadModel | None = None, progress: Progress | None = None,
+                  notes: list[str] | None = None, executor=None, preset: str | None = None,
+                  **policy_params) -> SimulationResult:
+    """``policy`` on the slot clock's ``view``, slots of ``slot`` seconds (None: the ``preset``'s,
+    default ElasticFlow's 60 s); ``notes`` go to the summary's notes."""
     name = preset or "elasticflow"
     length = get_preset(name).slot if slot is None else slot
     pol = make_slot_policy(policy, solver, options, **policy_params)
-    result = SlotEngine(workload, pol, SlotConfig(slot=length, overhead=overhead, preset=name), executor).run(progress)
+    result = SlotEngine(view, pol, SlotConfig(slot=length, overhead=overhead, preset=name), executor).run(progress)
     result.summary["notes"] = [*(notes or []), *result.summary["notes"]]
     return result
 
 
-__all__ = ["EXAMPLE", "GPU_TYPES", "default_solver", "example_workload", "gpu_type_of", "simulate",
-           "simulate_deadlines"]
+__all__ = ["EXAMPLE", "GPU_TYPES", "default_solver", "example_workload", "gpu_type_of", "run", "run_slot_view",
+           "simulate", "simulate_deadlines"]

@@ -1,90 +1,189 @@
-"""A trace bound to a cluster and a throughput table: every job's static facts as arrays.
+"""The one workload every trace reader yields: jobs, a cluster and a rate model.
 
-Rates are looked up once, when the workload is built, so the engine's inner loop only
-indexes arrays: ``rates[i, j]`` (job i alone on s_i GPUs of type j, one server),
-``spread_rates[i, j]`` (the ``<type>_unconsolidated`` rate where the table gives one,
-else ``rates``), and co-located pair rates by job type through ``pair_rates``.
-``reference_column[i]``: the cluster type job i's isolated run time is measured on (v100
-where it can run there, else its fastest type); ``table`` serves batch-size changes.
+:class:`Jobs` is the one job model, one row per job whatever the trace's format: arrival (s); work
+and its unit (Gavel's steps, ElasticFlow's iterations); model and global batch size (0: named by the
+model, as Gavel's job types do); GPUs requested; priority weight; deadline kind
+(:class:`DeadlineKind`: best effort, strict or soft) with the deadline either absolute (ElasticFlow,
+ITP, Chronus) or a factor of the job's isolated run time (Gavel's SLO, made absolute once the rate
+model is known: :meth:`simulator.round_view.RoundView.slo_deadlines`); the isolated run time where
+the trace gives one; how the job adapts its batch size (Shockwave's modes).
+
+:func:`read_jobs` reads any trace format, chosen from the file: Gavel's 10- and 7-column and
+Shockwave's 12-column tab-separated traces, ElasticFlow / ITP CSV, Chronus CSV. The file's own record
+(:attr:`Jobs.record`) is kept for what only that format holds (a Gavel job's command line, a Chronus
+job's deadline options) and to write the trace back.
+
+A :class:`Workload` binds jobs to a :class:`~simulator.cluster.Cluster` (worker types × GPUs, in
+nodes of ``gpus_per_node``) and a :class:`~simulator.rates.RateModel`; each clock of the engine
+reads it through its view (:mod:`simulator.views`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
+from enum import IntEnum
+from pathlib import Path
 
 import numpy as np
 
 from simulator.cluster import Cluster
-from simulator.jobs import REFERENCE_TYPE, reference_rates
-from simulator.throughputs import ThroughputTable
-from simulator.traces import Trace
+from simulator.elasticflow_traces import (
+    CHRONUS_COLUMNS,
+    ChronusTrace,
+    DeadlineInputError,
+    DeadlineTrace,
+    chronus_trace_text,
+    deadline_trace_text,
+    read_chronus_trace,
+    read_deadline_trace,
+)
+from simulator.files import write_atomically
+from simulator.rates import RateModel
+from simulator.traces import Trace, TraceError, read_trace, trace_text
 
 
-class WorkloadError(ValueError):
-    """The trace does not fit the cluster or the throughput table; names the trace line."""
+class DeadlineKind(IntEnum):
+    """Best effort: no deadline; strict: a job that cannot meet it may be declined (ElasticFlow's
+    admission control, Chronus's ``strict``); soft: judged by it, never declined (Gavel's SLOs,
+    Chronus's ``soft``)."""
+
+    BEST_EFFORT = 0
+    STRICT = 1
+    SOFT = 2
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """The one job model (module doc): parallel arrays in trace order. ``deadline`` is absolute (s,
+    inf: none), ``slo`` a factor of the isolated run time (inf: none); a job has at most one of them."""
+
+    ids: np.ndarray
+    arrival: np.ndarray
+    work: np.ndarray
+    unit: str
+    model: np.ndarray
+    batch_size: np.ndarray
+    requested: np.ndarray
+    weight: np.ndarray
+    kind: np.ndarray
+    deadline: np.ndarray
+    slo: np.ndarray
+    duration: np.ndarray
+    mode: tuple[str, ...]
+    source: str
+    record: Trace | DeadlineTrace | ChronusTrace
+    chronus_minutes: bool = True
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+    @classmethod
+    def from_gavel(cls, trace: Trace) -> Jobs:
+        """A Gavel / Shockwave trace: steps, the job type as the model, SLOs as soft deadline factors."""
+        n = len(trace)
+        return cls(ids=np.arange(n), arrival=trace.arrival_times, work=trace.total_steps, unit="steps",
+                   model=np.array(trace.job_types, dtype=object), batch_size=np.zeros(n, dtype=np.int64),
+                   requested=trace.scale_factors, weight=trace.weights,
+                   kind=np.where(np.isfinite(trace.slo), DeadlineKind.SOFT, DeadlineKind.BEST_EFFORT).astype(np.int8),
+                   deadline=np.full(n, np.inf), slo=trace.slo, duration=trace.durations, mode=tuple(trace.modes),
+                   source=trace.source, record=trace)
+
+    @classmethod
+    def from_deadlines(cls, trace: DeadlineTrace) -> Jobs:
+        """An ElasticFlow / ITP trace: iterations, strict deadlines unless best effort."""
+        n = len(trace)
+        return cls(ids=trace.job_ids, arrival=trace.submit, work=trace.iterations, unit="iterations",
+                   model=trace.model, batch_size=trace.batch_size, requested=trace.num_gpus, weight=np.ones(n),
+                   kind=np.where(trace.best_effort, DeadlineKind.BEST_EFFORT, DeadlineKind.STRICT).astype(np.int8),
+                   deadline=trace.deadline, slo=np.full(n, np.inf), duration=trace.duration,
+                   mode=("static",) * n, source=trace.source, record=trace)
+
+    @classmethod
+    def from_chronus(cls, trace: ChronusTrace, minutes: bool = True) -> Jobs:
+        """A Chronus trace: iterations, each job's first deadline option, strict / soft / best effort as
+        its ``job_type`` says (the options stay in :attr:`record`); ``minutes``: the file's times were
+        minutes (written back so)."""
+        n = len(trace)
+        kinds = {"strict": DeadlineKind.STRICT, "soft": DeadlineKind.SOFT, "best": DeadlineKind.BEST_EFFORT}
+        batch = trace.batch_size if trace.batch_size is not None else np.zeros(n, dtype=np.int64)
+        return cls(ids=trace.job_ids, arrival=trace.submit, work=trace.iterations, unit="iterations",
+                   model=trace.model, batch_size=batch, requested=trace.num_gpus, weight=np.ones(n),
+                   kind=np.array([kinds[k] for k in trace.job_type], dtype=np.int8), deadline=trace.deadline,
+                   slo=np.full(n, np.inf), duration=trace.duration, mode=("static",) * n, source=trace.source,
+                   record=trace, chronus_minutes=minutes)
+
+    @property
+    def best_effort(self) -> np.ndarray:
+        return self.kind == DeadlineKind.BEST_EFFORT
+
+    def deadline_trace(self) -> DeadlineTrace:
+        """These jobs as an ElasticFlow trace record (the record itself where it is one)."""
+        if isinstance(self.record, DeadlineTrace):
+            return self.record
+        if (self.batch_size <= 0).any():
+            j = int(np.argmax(self.batch_size <= 0))
+            raise DeadlineInputError(f"{self.source}: job {self.ids[j]} has no global batch size, which "
+                                     f"ElasticFlow's tables are looked up by")
+        return DeadlineTrace(job_ids=self.ids, submit=self.arrival.astype(float), iterations=self.work,
+                             model=self.model, deadline=self.deadline, batch_size=self.batch_size.astype(np.int64),
+                             num_gpus=self.requested.astype(np.int64), duration=self.duration.astype(float),
+                             best_effort=self.best_effort, source=self.source)
+
+    def with_slo(self, slo: np.ndarray) -> Jobs:
+        """These (Gavel) jobs with SLO factors ``slo`` (inf: none) as soft deadlines."""
+        if not isinstance(self.record, Trace):
+            raise TypeError("SLO factors are a Gavel trace's deadlines")
+        return Jobs.from_gavel(replace(self.record, slo=np.asarray(slo, dtype=float)))
 
 
 @dataclass(frozen=True)
 class Workload:
-    trace: Trace
+    """Jobs on a cluster at the rates of a rate model; ``notes`` say what an option supplied that
+    the trace lacks (drawn deadlines), for the run's summary."""
+
+    jobs: Jobs
     cluster: Cluster
-    keys: np.ndarray
-    rates: np.ndarray
-    spread_rates: np.ndarray
-    reference_durations: np.ndarray
-    _pair_table: np.ndarray
-    reference_column: np.ndarray | None = None
-    table: ThroughputTable | None = None
+    rates: RateModel
+    notes: tuple[str, ...] = ()
 
-    @property
-    def num_jobs(self) -> int:
-        return len(self.trace)
-
-    def pair_rates(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """(P, n, 2): rates of jobs ``a[p]`` and ``b[p]`` sharing GPUs of each type (0 where
-        the table has no co-located entry)."""
-        return self._pair_table[self.keys[a], self.keys[b]]
-
-    def slo_deadlines(self) -> np.ndarray:
-        """Absolute SLO deadline per job: ``arrival + SLO factor × reference duration`` (inf: none)."""
-        return self.trace.arrival_times + self.trace.slo * self.reference_durations
+    def __len__(self) -> int:
+        return len(self.jobs)
 
 
-def build_workload(trace: Trace, cluster: Cluster, table: ThroughputTable) -> Workload:
-    """Bind ``trace`` to ``cluster`` and ``table``; a job whose type the table lacks, or that
-    fits no worker type it can run on, is an error naming its trace line."""
-    cols = table.type_columns(cluster.worker_types)
-    keys = np.empty(len(trace), dtype=np.int64)
-    for i, (model, scale) in enumerate(zip(trace.job_types, trace.scale_factors)):
-        try:
-            keys[i] = table.index_of(model, int(scale))
-        except ValueError:
-            raise WorkloadError(f"{trace.source}:{i + 1}: job_type {model!r} at scale {scale} is not in "
-                                f"{table.source}") from None
-    rates = table.isolated[np.ix_(keys, cols)]
-    spread = table.unconsolidated[np.ix_(keys, cols)]
-    spread = np.where(np.isnan(spread), rates, spread)
-    fits = (rates > 0) & (trace.scale_factors[:, None] <= cluster.gpus[None, :])
-    stuck = np.flatnonzero(~fits.any(axis=1))
-    if stuck.size:
-        i = int(stuck[0])
-        raise WorkloadError(f"{trace.source}:{i + 1}: job {i} ({trace.job_types[i]}, scale {trace.scale_factors[i]}) "
-                            f"cannot run on cluster {cluster}")
-    ref_col = np.argmax(rates, axis=1)
-    if REFERENCE_TYPE in cluster.worker_types:
-        on_ref = cluster.worker_types.index(REFERENCE_TYPE)
-        ref_col = np.where(rates[:, on_ref] > 0, on_ref, ref_col)
-    return Workload(trace, cluster, keys, rates, spread, trace.total_steps / reference_rates(table, keys),
-                    _pair_table(table, cols), ref_col, table)
+def jobs_text(jobs: Jobs) -> str:
+    """The jobs in their trace's own format (what :func:`read_jobs` reads back to equal jobs)."""
+    record = jobs.record
+    if isinstance(record, Trace):
+        return trace_text(record)
+    if isinstance(record, ChronusTrace):
+        return chronus_trace_text(record, minutes=jobs.chronus_minutes)
+    return deadline_trace_text(record)
 
 
-def _pair_table(table: ThroughputTable, cols: np.ndarray) -> np.ndarray:
-    """(K, K, n, 2) co-located rates by job-type key, both orders filled; 0 where absent."""
-    K = len(table.keys)
-    out = np.zeros((K, K, cols.size, 2))
-    if table.pair_keys:
-        pk = np.asarray(table.pair_keys)
-        rates = np.nan_to_num(table.pair_rates[:, cols, :])
-        out[pk[:, 1], pk[:, 0]] = rates[:, :, ::-1]
-        out[pk[:, 0], pk[:, 1]] = rates
-    return out
+def write_jobs(jobs: Jobs, path: str | os.PathLike) -> None:
+    """Write :func:`jobs_text` to ``path``, atomically."""
+    write_atomically(Path(path), jobs_text(jobs))
+
+
+def read_jobs(path: str | os.PathLike, *, chronus_minutes: bool = True) -> Jobs:
+    """Read a trace of any format (module doc): tab-separated lines are a Gavel trace, a CSV header
+    with Chronus's columns a Chronus trace (times in minutes unless ``chronus_minutes`` is False),
+    any other CSV an ElasticFlow / ITP trace."""
+    src = os.fspath(path)
+    try:
+        with open(src, encoding="utf-8") as handle:
+            first = next((line for line in handle if line.strip()), "")
+    except OSError as exc:
+        raise TraceError(f"{src}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{src}: not a text file ({exc.reason})") from None
+    if "\t" in first or Path(src).suffix == ".trace":
+        return Jobs.from_gavel(read_trace(src))
+    header = {name.strip() for name in first.split(",")}
+    if set(CHRONUS_COLUMNS) <= header:
+        return Jobs.from_chronus(read_chronus_trace(src, minutes=chronus_minutes), minutes=chronus_minutes)
+    return Jobs.from_deadlines(read_deadline_trace(src))
+
+
+__all__ = ["DeadlineKind", "Jobs", "Workload", "jobs_text", "read_jobs", "write_jobs"]

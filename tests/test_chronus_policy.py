@@ -25,7 +25,7 @@ from simulator.iteration_tables import IterationTable
 from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
 from simulator.simulate import simulate_deadlines
-from simulator.workloads import SlotWorkload
+from simulator.slot_view import SlotView
 
 COUNTS = np.array([1, 2, 4, 8])
 RATE = np.array([1.0, 2.0, 4.0, 8.0])  # iterations/s on 1, 2, 4, 8 GPUs: run time = iterations / (GPUs)
@@ -43,7 +43,7 @@ def workload(jobs, *, nodes=1, gpus_per_node=4):
                           model=np.full(len(jobs), "m", dtype=object), deadline=deadline,
                           batch_size=np.full(len(jobs), 32), num_gpus=gpus, duration=duration, best_effort=best,
                           source="tiny")
-    return SlotWorkload.build(trace, NodeCluster(1, nodes, gpus_per_node, 64, 256), table)
+    return SlotView.build(trace, NodeCluster(1, nodes, gpus_per_node, 64, 256), table)
 
 
 def replay(jobs, *, slot=60.0, overhead=None, nodes=1, gpus_per_node=4, **params):

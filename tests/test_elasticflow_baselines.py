@@ -20,7 +20,7 @@ from simulator.iteration_tables import IterationTable
 from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
 from simulator.simulate import simulate_deadlines
-from simulator.workloads import SlotWorkload
+from simulator.slot_view import SlotView
 
 COUNTS = np.array([1, 2, 4, 8])
 #: iterations/s on 1, 2, 4, 8 GPUs
@@ -39,7 +39,7 @@ def workload(jobs, nodes=1, gpus_per_node=4):
     trace = DeadlineTrace(job_ids=np.arange(len(jobs)), submit=submit, iterations=duration * rate, model=model,
                           deadline=submit + 10 * duration, batch_size=np.full(len(jobs), 32), num_gpus=gpus,
                           duration=duration, best_effort=np.zeros(len(jobs), dtype=bool), source="tiny")
-    return SlotWorkload.build(trace, NodeCluster(1, nodes, gpus_per_node, 64, 256), table)
+    return SlotView.build(trace, NodeCluster(1, nodes, gpus_per_node, 64, 256), table)
 
 
 def replay(policy, jobs, *, slot=60.0, nodes=1, gpus_per_node=4, state=None):

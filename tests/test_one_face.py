@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from test_slot_engine import write_inputs
 
 from allocators.registry import SLOT_POLICIES
-from simulator.cluster import parse_cluster
+from simulator.cluster import Cluster, parse_cluster
 from simulator.elasticflow_traces import read_deadline_trace
 from simulator.example_table import example_table
 from simulator.executor import Executor, LeaseResults
@@ -19,9 +19,11 @@ from simulator.generator import generate_trace
 from simulator.iteration_tables import read_throughput_dir
 from simulator.node_cluster import read_cluster_spec
 from simulator.outcomes import JOB_COLUMNS, SUMMARY_KEYS
+from simulator.rates import CurveRates, TableRates
+from simulator.round_view import WorkloadError
 from simulator.simulate import simulate, simulate_deadlines
-from simulator.workload import WorkloadError, build_workload
-from simulator.workloads import DeadlineRule, SlotWorkload, as_deadline_workload, as_round_inputs, with_deadlines
+from simulator.views import DeadlineRule, round_view, slot_view, with_deadlines
+from simulator.workload import Jobs, Workload
 
 MATRIX = ("max_min_fairness_perf", "finish_time_fairness_perf", "shockwave", "elasticflow", "chronus", "edf",
           "dlas-gpu", "themis", "gandiva", "fifo")
@@ -67,16 +69,19 @@ def test_round_and_slot_policies_see_the_same_drawn_deadlines():
 
 def test_a_deadline_trace_round_trips_through_the_round_view(tmp_path):
     trace, spec, tables = write_inputs(tmp_path, [(0, 6000, 900, 2), (30, 3000, 400, 1), (60, 900, 9e9, 4, 1)])
-    dw = SlotWorkload.build(read_deadline_trace(trace), read_cluster_spec(spec), read_throughput_dir(tables))
-    rtrace, cluster, table, per_server = as_round_inputs(dw)
-    workload = build_workload(rtrace, cluster, table)
-    back = as_deadline_workload(workload, per_server, "edf")
+    rates = CurveRates(read_throughput_dir(tables))
+    nodes = read_cluster_spec(spec)
+    dw = Workload(Jobs.from_deadlines(read_deadline_trace(trace)), Cluster.of_nodes(nodes, "gpu"), rates)
+    slots = slot_view(dw, None, "edf")
+    rounds = round_view(dw)
+    back = slot_view(Workload(Jobs.from_gavel(rounds.trace), rounds.cluster, TableRates(rounds.table)), None, "edf")
     for name in ("submit", "iterations", "requested", "best_effort"):
-        np.testing.assert_array_equal(getattr(back, name), getattr(dw, name))
-    np.testing.assert_allclose(back.deadline[:2], dw.deadline[:2])
+        np.testing.assert_array_equal(getattr(back, name), getattr(slots, name))
+    np.testing.assert_allclose(back.deadline[:2], slots.deadline[:2])
     assert np.isinf(back.deadline[2])
-    np.testing.assert_allclose(back.rates, dw.rates)
-    assert (back.total_gpus, back.gpus_per_node) == (dw.total_gpus, dw.gpus_per_node)
+    np.testing.assert_allclose(back.rates, slots.rates)
+    assert (back.total_gpus, back.gpus_per_node) == (slots.total_gpus, slots.gpus_per_node) == (
+        nodes.num_gpus, nodes.gpus_per_node)
 
 
 def test_a_gavel_trace_without_deadlines_or_on_many_types_is_one_clear_error():
@@ -87,8 +92,10 @@ def test_a_gavel_trace_without_deadlines_or_on_many_types_is_one_clear_error():
         simulate(trace, policy="edf", cluster="v100=8,k80=8", deadlines="uniform:0.5:1.5")
     with pytest.raises(ValueError, match="uniform:LO:HI"):
         DeadlineRule.parse("normal:1:2")
-    own = with_deadlines(build_workload(trace, parse_cluster("v100=8"), example_table()), DeadlineRule(1, 1))
-    with pytest.raises(WorkloadError, match="SLOs of its own"):
+    own = with_deadlines(Workload(Jobs.from_gavel(trace), parse_cluster("v100=8"), TableRates(example_table())),
+                         DeadlineRule(1, 1))
+    assert own.notes == ("deadlines drawn: uniform:1:1 (seed 0)",)
+    with pytest.raises(WorkloadError, match="deadlines of its own"):
         with_deadlines(own, DeadlineRule(1, 1))
 
 
@@ -177,3 +184,24 @@ def test_every_policy_is_a_scheduling_policy_grouped_by_its_system():
         package = cls.__module__.split(".")[1]
         assert package == {"Gavel": "gavel", "Shockwave": "shockwave", "ElasticFlow": "elasticflow",
                            "Chronus": "chronus"}[cls.system], (name, cls.__module__)
+
+
+def test_every_policy_writes_the_same_columns_and_summary_keys(tmp_path):
+    runs = {p: _gavel_run(p, num_jobs=6) for p in ("max_min_fairness_perf", "shockwave", "edf", "elasticflow")}
+    first = runs["max_min_fairness_perf"]
+    assert first.summary["clock"] == "rounds" and runs["edf"].summary["clock"] == "slots"
+    for policy, result in runs.items():
+        assert list(result.jobs) == list(first.jobs), policy
+        assert list(result.timeline) == list(first.timeline), policy
+        assert list(result.summary) == list(first.summary), policy
+        assert "busy_v100" in result.timeline and "gpu_seconds_v100" in result.jobs
+        result.write(tmp_path / policy)
+    heads = {p: (tmp_path / p / "jobs.csv").read_text().splitlines()[0] for p in runs}
+    assert len(set(heads.values())) == 1
+
+
+def test_a_column_outside_the_common_set_is_an_error():
+    from simulator.outcomes import conform
+
+    with pytest.raises(ValueError, match="job column.*'extra'.*common set"):
+        conform({"job_id": np.arange(2), "extra": np.zeros(2)}, {"start": np.zeros(1)}, {}, ("v100",))

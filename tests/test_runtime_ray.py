@@ -23,10 +23,10 @@ from schedopt.cli import app  # noqa: E402
 from simulator.cluster import parse_cluster  # noqa: E402
 from simulator.engine.rounds import Engine, SimulationConfig  # noqa: E402
 from simulator.executor import MAX_FAILED_LEASES, SimulatedExecutor  # noqa: E402
+from simulator.round_view import build_round_view  # noqa: E402
 from simulator.simulate import simulate  # noqa: E402
 from simulator.throughputs import ThroughputTable, write_gavel_json  # noqa: E402
 from simulator.traces import read_trace  # noqa: E402
-from simulator.workload import build_workload  # noqa: E402
 
 #: a round of 300 simulated seconds is a lease of at most 3 s; at the table's 0.01 steps/s it plans 3
 #: steps, which the tiny models train in far less, so leases end on their step budget
@@ -54,7 +54,7 @@ def write_jobs(folder, jobs, rate=RATE):
 
 
 def run(trace, table, executor, round_length=ROUND):
-    w = build_workload(trace, parse_cluster("cpu=2"), table)
+    w = build_round_view(trace, parse_cluster("cpu=2"), table)
     policy = make_policy("max_min_fairness_perf", "clarabel")
     return Engine(w, policy, SimulationConfig(round_length=round_length), executor=executor).run()
 
@@ -138,7 +138,7 @@ def test_a_killed_worker_fails_its_lease_and_the_job_resumes_from_its_checkpoint
     assert "WorkerCrashedError" in leases[1].reason
     assert leases[2].start_step == leases[0].start_step + leases[0].trained
     assert result.summary["jobs_completed"] == 2 and result.jobs["failed_leases"].tolist() == [1, 0]
-    assert result.jobs["steps_done"][0] == 1800
+    assert result.jobs["work_done"][0] == 1800
     assert result.summary["redone_gpu_seconds"] == pytest.approx(60.0)  # the failed lease: 600 steps at 10/s, 1 GPU
 
 
@@ -149,7 +149,7 @@ def test_a_job_whose_leases_keep_failing_ends_failed_with_the_reason(tmp_path):
         result = run(trace, table, executor)
     assert [lease.failed for lease in executor.log if lease.job == 0] == [True] * MAX_FAILED_LEASES
     assert result.summary["jobs_failed"] == 1 and result.summary["jobs_completed"] == 1
-    assert result.jobs["failed"].tolist() == [True, False]
+    assert (result.jobs["state"] == "failed").tolist() == [True, False]
     note = next(n for n in result.summary["notes"] if n.startswith("job 0 failed"))
     assert f"after {MAX_FAILED_LEASES} failed leases; last: CheckpointError:" in note
 

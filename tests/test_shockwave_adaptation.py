@@ -27,9 +27,9 @@ from simulator.adaptation import (
 )
 from simulator.adaptive import AdaptiveJobs
 from simulator.cluster import parse_cluster
+from simulator.round_view import build_round_view
 from simulator.throughputs import read_gavel_json, table_from_gavel_dict
 from simulator.traces import read_trace
-from simulator.workload import build_workload
 
 BACKENDS = lp_backends()
 EPS = LOG_FLOOR  # 1e-6 added to normalized progress inside the log
@@ -242,7 +242,7 @@ def adaptive_jobs(tmp_path):
                     + twelve_column("LM (batch size 10)", 119360, 1, "accordion")
                     + twelve_column("ResNet-18 (batch size 32)", 15630, 1, "static"))
     table = table_from_gavel_dict(HAND_TABLE)
-    return AdaptiveJobs(build_workload(read_trace(path), parse_cluster("v100=4"), table), table)
+    return AdaptiveJobs(build_round_view(read_trace(path), parse_cluster("v100=4"), table), table)
 
 
 def test_adaptive_jobs_profile(adaptive_jobs):
@@ -316,7 +316,7 @@ def test_adaptive_jobs_with_the_published_table(shared_data, tmp_path):
     raw = json.loads(table_path.read_text())
     rate_256 = raw["v100"]["('ResNet-18 (batch size 256)', 2)"]["null"]
     rate_32 = raw["v100"]["('ResNet-18 (batch size 32)', 2)"]["null"]
-    aj = AdaptiveJobs(build_workload(read_trace(path), parse_cluster("v100=4"), table), table)
+    aj = AdaptiveJobs(build_round_view(read_trace(path), parse_cluster("v100=4"), table), table)
     bs, dur = aj.profile.job(0)
     np.testing.assert_array_equal(bs, runs((32, 13), (256, 27)))
     np.testing.assert_allclose(dur[[0, 20]], [50000 / 32 / rate_32, 50000 / 256 / rate_256])
@@ -357,7 +357,7 @@ def test_a_job_without_a_batch_size_is_not_done_before_its_last_step(tmp_path):
     path = tmp_path / "a3c.trace"
     path.write_text(twelve_column("A3C", 1000, 1, "static", duration=500))
     table = table_from_gavel_dict(HAND_TABLE)
-    aj = AdaptiveJobs(build_workload(read_trace(path), parse_cluster("v100=4"), table), table)
+    aj = AdaptiveJobs(build_round_view(read_trace(path), parse_cluster("v100=4"), table), table)
     # one epoch of 1000 steps at 2 steps/s = 500 s
     np.testing.assert_allclose(aj.profile.isolated_runtimes(), [500.0])
     # after 500 of its 1000 steps the job has not completed its (only) epoch

@@ -17,10 +17,10 @@ from simulator.example_table import example_table
 from simulator.executor import MAX_FAILED_LEASES, LeaseResults, SimulatedExecutor
 from simulator.generator import generate_trace
 from simulator.metrics import isolated_finish
+from simulator.round_view import build_round_view
 from simulator.simulate import simulate
 from simulator.throughputs import ThroughputTable
 from simulator.traces import Trace
-from simulator.workload import build_workload
 
 runner = CliRunner()
 
@@ -57,7 +57,7 @@ def tiny_table() -> ThroughputTable:
 
 
 def run_one(steps, scale=1, **cfg):
-    w = build_workload(one_job_trace(steps, scale), parse_cluster("g=4"), tiny_table())
+    w = build_round_view(one_job_trace(steps, scale), parse_cluster("g=4"), tiny_table())
     return Engine(w, make_policy("max_min_fairness_perf", "clarabel"), SimulationConfig(**cfg)).run()
 
 
@@ -65,7 +65,7 @@ def test_single_job_runs_alone_at_its_rate_with_one_lease():
     res = run_one(10_000)
     assert res.summary["average_jct"] == pytest.approx(1000.0, abs=1.0)
     assert res.summary["lease_extension_rate"] == 1.0
-    assert res.jobs["steps_done"][0] == 10_000
+    assert res.jobs["work_done"][0] == 10_000
 
 
 def test_overhead_is_charged_once_to_a_job_that_keeps_running():
@@ -97,8 +97,8 @@ def test_every_job_finishes_within_capacity_and_no_faster_than_alone(wl, policy)
     spec = parse_cluster(cluster)
     res = simulate(trace, policy=policy, cluster=spec, throughputs=table, seed=seed)
     j, t = res.jobs, res.timeline
-    assert j["steps_done"].tolist() == j["total_steps"].tolist()
-    w = build_workload(trace, spec, table)
+    assert j["work_done"].tolist() == j["work"].tolist()
+    w = build_round_view(trace, spec, table)
     fastest = w.trace.total_steps / w.rates.max(axis=1)
     assert (j["jct"] >= fastest - 1e-6).all()
     assert (j["start"] >= j["arrival"]).all()
@@ -194,7 +194,7 @@ def test_published_batch_size_rounding_completes_the_job_it_reaches_the_end_of(s
                    config=SimulationConfig.shockwave(gavel_compat=True))
     assert res.summary["jobs_completed"] == 120
     jobs = res.jobs_frame()
-    assert (jobs["steps_done"] > 0).all()
+    assert (jobs["work_done"] > 0).all()
 
 
 def test_cli_simulate_reports_a_bad_trace_line(tmp_path):
@@ -261,7 +261,7 @@ class Recording(SimulatedExecutor):
 def run_with(executor, jobs=6, seed=2):
     table = example_table()
     trace = generate_trace(table, jobs, seed=seed, lam=600.0, multi_gpu=True)
-    w = build_workload(trace, parse_cluster("v100=2,p100=2,k80=2"), table)
+    w = build_round_view(trace, parse_cluster("v100=2,p100=2,k80=2"), table)
     return Engine(w, make_policy("max_min_fairness_perf", "clarabel"), SimulationConfig(), executor=executor).run()
 
 
@@ -276,7 +276,7 @@ def test_an_executor_that_does_the_planned_steps_changes_nothing():
     assert leases.start == 0.0 and (leases.steps >= 1).all() and (leases.seconds > 0).all()
     assert (leases.seconds <= SimulationConfig().round_length).all()
     assert plain.summary["jobs_failed"] == plain.summary["failed_leases"] == 0
-    assert not plain.jobs["failed"].any()
+    assert "failed" not in set(plain.jobs["state"])
 
 
 def test_failed_leases_credit_nothing_and_the_job_resumes():
@@ -284,7 +284,7 @@ def test_failed_leases_credit_nothing_and_the_job_resumes():
     res = run_with(Recording(lambda job, lease: job == 0 and lease <= 2))
     assert res.summary["jobs_completed"] == res.summary["jobs"]
     assert res.jobs["failed_leases"].tolist() == [2] + [0] * (res.summary["jobs"] - 1)
-    assert res.jobs["steps_done"].tolist() == res.jobs["total_steps"].tolist()
+    assert res.jobs["work_done"].tolist() == res.jobs["work"].tolist()
     assert res.jobs["finish"][0] > plain.jobs["finish"][0]
 
 
@@ -293,8 +293,8 @@ def test_a_job_with_too_many_failed_leases_ends_failed_with_its_reason():
     res = run_with(recorder)
     assert recorder.count[1] == MAX_FAILED_LEASES
     assert res.summary["jobs_failed"] == 1 and res.summary["jobs_completed"] == res.summary["jobs"] - 1
-    assert res.jobs["failed"].tolist() == [False, True] + [False] * (res.summary["jobs"] - 2)
-    assert np.isnan(res.jobs["finish"][1]) and res.jobs["steps_done"][1] == 0
+    assert (res.jobs["state"] == "failed").tolist() == [False, True] + [False] * (res.summary["jobs"] - 2)
+    assert np.isnan(res.jobs["finish"][1]) and res.jobs["work_done"][1] == 0
     assert f"job 1 failed after {MAX_FAILED_LEASES} failed leases; last: injected" in res.summary["notes"]
 
 

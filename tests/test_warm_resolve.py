@@ -28,7 +28,7 @@ from simulator.cluster import parse_cluster
 from simulator.engine.rounds import Engine, SimulationConfig
 from simulator.example_table import example_table
 from simulator.generator import generate_trace
-from simulator.workload import build_workload
+from simulator.round_view import build_round_view
 
 #: (formulation, variant) programs whose warm re-solves are checked against cold ones
 PROGRAMS = [
@@ -275,7 +275,7 @@ class RecordingPolicy(MaxMinFairnessPerf):
 
 def test_simulator_rounds_solved_warm_match_cold_solves():
     table = example_table()
-    workload = build_workload(generate_trace(table, 30, seed=3, lam=300.0), parse_cluster("v100=3,p100=3,k80=3"),
+    workload = build_round_view(generate_trace(table, 30, seed=3, lam=300.0), parse_cluster("v100=3,p100=3,k80=3"),
                               table)
     policy = RecordingPolicy("highs")
     result = Engine(workload, policy, SimulationConfig()).run()

@@ -48,7 +48,7 @@ from simulator.executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExe
 from simulator.mechanism import Mechanism
 from simulator.metrics import RunRecord, SimulationResult, summarize
 from simulator.placement import Placement
-from simulator.workload import Workload
+from simulator.round_view import RoundView
 
 #: Gavel's fixed order of its worker types, fastest first
 GAVEL_TYPE_ORDER = ("v100", "p100", "k80")
@@ -108,7 +108,7 @@ class SimulationConfig:
 Progress = Callable[[float, int, int, int, float], None]
 
 
-def type_order(workload: Workload) -> list[int]:
+def type_order(workload: RoundView) -> list[int]:
     """Type indices, fastest first: Gavel's v100, p100, k80 order for its names, other
     types after them by mean speed relative to each job's fastest type."""
     types = workload.cluster.worker_types
@@ -122,7 +122,7 @@ class Engine:
     """Runs ``workload`` under ``policy``; ``executor`` runs each round's leases
     (default: :class:`SimulatedExecutor`, every planned step done)."""
 
-    def __init__(self, workload: Workload, policy: Policy, config: SimulationConfig | None = None,
+    def __init__(self, workload: RoundView, policy: Policy, config: SimulationConfig | None = None,
                  prices: np.ndarray | None = None, executor: Executor | None = None):
         self.w = workload
         self.prices = prices

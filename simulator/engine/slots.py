@@ -36,7 +36,7 @@ from simulator.engine.rounds import Progress, SimulationError
 from simulator.executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
 from simulator.overheads import OverheadModel
-from simulator.workloads import SlotWorkload
+from simulator.views import SlotView
 
 _EPS = 1e-9
 
@@ -68,7 +68,7 @@ class _Timeline:
 
 
 class SlotEngine:
-    def __init__(self, workload: SlotWorkload, policy: SlotPolicy, config: SlotConfig | None = None,
+    def __init__(self, workload: SlotView, policy: SlotPolicy, config: SlotConfig | None = None,
                  executor: Executor | None = None):
         self.workload = workload
         self.executor = executor or SimulatedExecutor()
@@ -97,6 +97,7 @@ class SlotEngine:
         self.failed_leases = np.zeros(J, dtype=np.int64)
         self.redone_gpu_seconds = 0.0
         self.failures: dict[int, str] = {}
+        self.held_gpu_seconds = np.zeros(J)
         #: when each running job's credited run time ends in the coming interval (NaN: at its end)
         self._uncut = np.full(J, np.nan)
         self.runs_until = self._uncut
@@ -167,6 +168,7 @@ class SlotEngine:
             wall_seconds=_time.perf_counter() - started, unschedulable=self.unschedulable,
             preemptions=self.preemptions, failed_leases=self.failed_leases,
             redone_gpu_seconds=self.redone_gpu_seconds, failures=self.failures,
+            work_done=w.iterations - v.remaining, runtime=v.executed, held_gpu_seconds=self.held_gpu_seconds,
         )
 
     def _credit(self, start: float, end: float) -> None:
@@ -197,6 +199,7 @@ class SlotEngine:
         ran = np.where(finishing, np.minimum(need, run), run)
         v.executed[jobs] += ran
         v.attained[jobs] += ran * n
+        self.held_gpu_seconds[jobs] += (ran + lost) * n
         self.overhead_total[jobs] += lost
         self.overhead_due[jobs] -= lost
         done = jobs[finishing]

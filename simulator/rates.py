@@ -1,0 +1,108 @@
+"""Rate models: how fast a job trains on some GPUs of one worker type.
+
+Every :class:`~simulator.workload.Workload` has one rate model, and every rate model answers the
+same question, vectorized over jobs::
+
+    rate(models, batch_sizes, gpus, worker_type) -> work units per second (NaN: no entry)
+
+- :class:`TableRates`: Gavel's throughput table (JSON): steps/s per (job type, GPU count) and worker
+  type, plus co-located pair rates and unconsolidated rates. A Gavel job type names its batch size
+  (``"ResNet-18 (batch size 64)"``); a batch size given here looks the same model up at that batch
+  size (how Shockwave's jobs change theirs).
+- :class:`CurveRates`: ElasticFlow's tables: iterations/s per (model, global batch size) at every GPU
+  count of one GPU type (:class:`~simulator.iteration_tables.IterationTable`).
+
+Each clock reads its own dense view of the rate model once per run (:mod:`simulator.views`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from simulator.adaptation import job_type_at, split_job_type
+from simulator.iteration_tables import IterationTable
+from simulator.throughputs import ThroughputTable
+
+
+class RateModel(Protocol):
+    """Work units per second of jobs on GPUs of one worker type."""
+
+    @property
+    def worker_types(self) -> tuple[str, ...]: ...
+
+    @property
+    def source(self) -> str: ...
+
+    def rate(self, models, batch_sizes, gpus, worker_type: str) -> np.ndarray: ...
+
+
+def _distinct(models, batch_sizes, gpus) -> tuple[list[tuple], np.ndarray]:
+    """The distinct (model, batch size, GPUs) triples and each job's index into them."""
+    m = np.asarray(models, dtype=object)
+    b = np.broadcast_to(np.asarray(batch_sizes, dtype=np.int64), m.shape)
+    n = np.broadcast_to(np.asarray(gpus, dtype=np.int64), m.shape)
+    seen: dict[tuple, int] = {}
+    index = np.array([seen.setdefault(t, len(seen)) for t in zip(m.tolist(), b.tolist(), n.tolist())],
+                     dtype=np.int64)
+    return list(seen), index
+
+
+@dataclass(frozen=True)
+class TableRates:
+    """Gavel's per-(job type, GPU count) × worker type table; batch size 0 = the job type's own."""
+
+    table: ThroughputTable
+
+    @property
+    def worker_types(self) -> tuple[str, ...]:
+        return self.table.worker_types
+
+    @property
+    def source(self) -> str:
+        return self.table.source
+
+    def rate(self, models, batch_sizes, gpus, worker_type: str) -> np.ndarray:
+        col = int(self.table.type_columns((worker_type,))[0])
+        triples, index = _distinct(models, batch_sizes, gpus)
+        values = np.full(len(triples), np.nan)
+        for k, (model, batch, n) in enumerate(triples):
+            name = job_type_at(split_job_type(model)[0], batch) if batch > 0 else model
+            row = self.table._index.get((name, n))
+            if row is not None and self.table.isolated[row, col] > 0:
+                values[k] = self.table.isolated[row, col]
+        return values[index]
+
+
+@dataclass(frozen=True)
+class CurveRates:
+    """ElasticFlow's per-(model, batch size) curves over GPU counts of one GPU type ``gpu_type``
+    ("A100", "T4", or None: unnamed, called ``gpu``)."""
+
+    table: IterationTable
+    gpu_type: str | None = None
+
+    @property
+    def worker_types(self) -> tuple[str, ...]:
+        return (self.gpu_type or "gpu",)
+
+    @property
+    def source(self) -> str:
+        return self.table.directory
+
+    def rate(self, models, batch_sizes, gpus, worker_type: str) -> np.ndarray:
+        if worker_type not in self.worker_types:
+            raise ValueError(f"{self.source}: rates of one GPU type, {self.worker_types[0]!r}; got {worker_type!r}")
+        triples, index = _distinct(models, batch_sizes, gpus)
+        counts = self.table.gpu_counts
+        values = np.full(len(triples), np.nan)
+        for k, (model, batch, n) in enumerate(triples):
+            col = np.searchsorted(counts, n)
+            if col < counts.size and counts[col] == n:
+                values[k] = self.table.curve(model, batch)[col]
+        return values[index]
+
+
+__all__ = ["CurveRates", "RateModel", "TableRates"]
