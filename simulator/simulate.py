@@ -209,9 +209,8 @@ def simulate_deadlines(
     jobs = Jobs.from_deadlines(trace) if isinstance(trace, DeadlineTrace) else read_jobs(trace)
     rates = CurveRates(table, gpu_type)
     workload = Workload(jobs, Cluster.of_nodes(nodes, rates.worker_types[0]), rates)
-    return run(workload, policy=policy, solver=solver, config=round_config or SimulationConfig.from_preset(
-        preset or "gavel"), options=options, progress=progress, policy_params=policy_params, executor=executor,
-        slot=slot, overhead=overhead, preset=preset)
+    return run(workload, policy=policy, solver=solver, config=round_config, options=options, progress=progress,
+               policy_params=policy_params, executor=executor, slot=slot, overhead=overhead, preset=preset)
 
 
 def run_slot_view(view: SlotView, policy: str, solver: str, options: SolveOptions | None, slot: float | None,

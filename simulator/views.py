@@ -64,31 +64,40 @@ class DeadlineRule:
 
 
 def round_view(workload: Workload) -> RoundView:
-    """The workload in the round clock's terms (module doc)."""
-    jobs, rates = workload.jobs, workload.rates
+    """The workload in the round clock's terms (module doc). Its servers are the run's (the cluster's
+    nodes, else ``--gpus-per-server``), not the view's."""
+    jobs, rates, cluster = workload.jobs, workload.rates, workload.cluster
     if isinstance(rates, CurveRates):
-        trace, cluster, table = _as_round_inputs(_curve_view(workload))
-        return build_round_view(trace, cluster, table)
+        whole = int(cluster.gpus[0])
+        trace, rcluster, table = _as_round_inputs(_curve_view(workload, cluster.gpus_per_node or whole))
+        return build_round_view(trace, rcluster, table)
     if isinstance(rates, TableRates) and isinstance(jobs.record, Trace):
-        return build_round_view(jobs.record, workload.cluster, rates.table)
+        return build_round_view(jobs.record, cluster, rates.table)
     raise WorkloadError(f"{jobs.source}: no round view of {type(jobs.record).__name__} jobs rated by "
                         f"{type(rates).__name__} ({rates.source})")
 
 
 def slot_view(workload: Workload, gpus_per_server: int | None, policy: str) -> SlotView:
-    """The workload in the slot clock's terms (module doc); ``gpus_per_server`` where the cluster
-    does not say."""
-    if isinstance(workload.rates, CurveRates):
-        return _curve_view(workload)
-    per_server = workload.cluster.gpus_per_node or gpus_per_server
+    """The workload in the slot clock's terms (module doc): one GPU type in whole nodes of the
+    cluster's size, else of ``gpus_per_server``; errors name what is missing."""
+    cluster = workload.cluster
+    if len(cluster.worker_types) != 1:
+        raise WorkloadError(f"policy {policy} plans GPU counts of one GPU type; cluster {cluster} has "
+                            f"{len(cluster.worker_types)} (give one type, e.g. --cluster {cluster.worker_types[0]}="
+                            f"{int(cluster.gpus[0])})")
+    per_server = cluster.gpus_per_node or gpus_per_server
     if not isinstance(per_server, int):
         raise WorkloadError(f"policy {policy}: one GPUs-per-server count, got {per_server}")
+    if int(cluster.gpus[0]) % per_server:
+        raise WorkloadError(f"policy {policy}: {int(cluster.gpus[0])} GPUs are not whole servers of {per_server} "
+                            f"(--gpus-per-server)")
+    if isinstance(workload.rates, CurveRates):
+        return _curve_view(workload, per_server)
     return _as_slot_view(round_view(workload), per_server, policy)
 
 
-def _curve_view(workload: Workload) -> SlotView:
+def _curve_view(workload: Workload, per_node: int) -> SlotView:
     cluster, rates = workload.cluster, workload.rates
-    per_node = cluster.gpus_per_node or int(cluster.gpus[0])
     nodes = NodeCluster(1, int(cluster.gpus[0]) // per_node, per_node, 1, 1)
     return SlotView.build(workload.jobs.deadline_trace(), nodes, rates.table, rates.gpu_type, cluster.worker_types[0])
 
@@ -133,27 +142,13 @@ def with_deadlines(workload: Workload, rule: DeadlineRule) -> Workload:
 
 
 def _as_slot_view(workload: RoundView, gpus_per_server: int, policy: str) -> SlotView:
-    """The round view of a Gavel workload as a slot view (module doc)."""
+    """The round view of a Gavel workload on one worker type as a slot view (module doc)."""
     cluster, tr, table = workload.cluster, workload.trace, workload.table
-    if len(cluster.worker_types) != 1:
-        raise WorkloadError(f"policy {policy} plans GPU counts of one GPU type; cluster {cluster} has "
-                            f"{len(cluster.worker_types)} (give one type, e.g. --cluster {cluster.worker_types[0]}="
-                            f"{int(cluster.gpus[0])})")
-    gpus = int(cluster.gpus[0])
-    if gpus % gpus_per_server:
-        raise WorkloadError(f"policy {policy}: {gpus} GPUs are not whole servers of {gpus_per_server} "
-                            f"(--gpus-per-server)")
-    col = table.type_columns(cluster.worker_types)[0]
     counts = np.unique(np.concatenate([[int(s) for _, s in table.keys], tr.scale_factors.astype(np.int64)]))
     models = sorted(set(tr.job_types))
-    rates = {}
-    for model in models:
-        row = np.full(counts.size, np.nan)
-        for c, n in enumerate(counts):
-            key = (model, int(n))
-            if key in table._index and table.isolated[table._index[key], col] > 0:
-                row[c] = table.isolated[table._index[key], col]
-        rates[model] = row[None, :]
+    grid = TableRates(table).rate(np.repeat(np.array(models, dtype=object), counts.size), 0,
+                                  np.tile(counts, len(models)), cluster.worker_types[0])
+    rates = {model: row[None, :] for model, row in zip(models, grid.reshape(len(models), counts.size))}
     big = int(counts.max())
     iteration_table = IterationTable(directory=table.source, gpu_counts=counts,
                                      batch_sizes={m: np.array([big]) for m in models}, rates=rates)
@@ -168,5 +163,5 @@ def _as_slot_view(workload: RoundView, gpus_per_server: int, policy: str) -> Slo
                            iterations=tr.total_steps.astype(np.int64), model=np.array(tr.job_types, dtype=object),
                            deadline=deadline, batch_size=np.full(n, big, dtype=np.int64), num_gpus=requested,
                            duration=duration, best_effort=~np.isfinite(deadline), source=tr.source)
-    nodes = NodeCluster(1, gpus // gpus_per_server, gpus_per_server, 1, 1)
+    nodes = NodeCluster(1, int(cluster.gpus[0]) // gpus_per_server, gpus_per_server, 1, 1)
     return SlotView.build(dtrace, nodes, iteration_table, worker_type=cluster.worker_types[0])

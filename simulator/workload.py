@@ -147,9 +147,6 @@ class Workload:
     rates: RateModel
     notes: tuple[str, ...] = ()
 
-    def __len__(self) -> int:
-        return len(self.jobs)
-
 
 def jobs_text(jobs: Jobs) -> str:
     """The jobs in their trace's own format (what :func:`read_jobs` reads back to equal jobs)."""

@@ -39,40 +39,26 @@ def round_trip(jobs: Jobs, tmp_path, name: str) -> Jobs:
     return read_jobs(path)
 
 
-@pytest.mark.parametrize("name", ["gavel/traces/small_test.trace", "gavel/traces/max_min_fairness.trace",
-                                  "shockwave/traces/120_0.2_5_100_40_25_0,0.5,0.5_0.6,0.3,0.09,0.01_multigpu_dynamic.trace"])
-def test_gavel_and_shockwave_traces_read_into_the_job_model_and_round_trip(shared_data, tmp_path, name):
+SHOCKWAVE_120 = "shockwave/traces/120_0.2_5_100_40_25_0,0.5,0.5_0.6,0.3,0.09,0.01_multigpu_dynamic.trace"
+
+
+@pytest.mark.parametrize("name, unit", [
+    ("gavel/traces/small_test.trace", "steps"), ("gavel/traces/max_min_fairness.trace", "steps"),
+    (SHOCKWAVE_120, "steps"), ("elasticflow/traces/elasticVpollux_e.csv", "iterations"),
+    ("elasticflow/generated/100jobs_1500lam.csv", "iterations"), ("elasticflow/itp/195job.csv", "iterations")])
+def test_shared_traces_read_into_the_job_model_and_round_trip(shared_data, tmp_path, name, unit):
+    """Gavel and Shockwave traces (SLOs as soft deadlines), ElasticFlow and ITP ones (strict)."""
     path = shared_data / name
     if not path.exists():
         pytest.skip(f"{path} not in the shared data")
     jobs = read_jobs(path)
-    trace = jobs.record
-    assert jobs.unit == "steps" and len(jobs) == len(trace)
-    np.testing.assert_array_equal(jobs.work, trace.total_steps)
-    np.testing.assert_array_equal(jobs.requested, trace.scale_factors)
-    assert (jobs.kind[np.isfinite(trace.slo)] == DeadlineKind.SOFT).all()
-    assert_same_jobs(jobs, round_trip(jobs, tmp_path, "back.trace"))
-
-
-@pytest.mark.parametrize("name", ["elasticflow/traces/elasticVpollux_e.csv",
-                                  "elasticflow/generated/100jobs_1500lam.csv"])
-def test_elasticflow_traces_read_into_the_job_model_and_round_trip(shared_data, tmp_path, name):
-    path = shared_data / name
-    if not path.exists():
-        pytest.skip(f"{path} not in the shared data")
-    jobs = read_jobs(path)
-    assert jobs.unit == "iterations"
-    assert ((jobs.kind == DeadlineKind.STRICT) == np.isfinite(jobs.deadline)).all()
-    assert_same_jobs(jobs, round_trip(jobs, tmp_path, "back.csv"))
-
-
-def test_an_itp_trace_reads_into_the_job_model_and_round_trips(shared_data, tmp_path):
-    itp = sorted((shared_data / "elasticflow" / "itp").glob("*.csv"))
-    traces = [p for p in itp if "submission_time" in p.read_text().splitlines()[0]]
-    if not traces:
-        pytest.skip("no ITP trace in the shared data")
-    jobs = read_jobs(traces[0])
-    assert_same_jobs(jobs, round_trip(jobs, tmp_path, "back.csv"))
+    assert jobs.unit == unit and len(jobs) == len(jobs.record)
+    requested = jobs.record.scale_factors if unit == "steps" else jobs.record.num_gpus
+    np.testing.assert_array_equal(jobs.requested, requested)
+    given = np.isfinite(jobs.slo) | np.isfinite(jobs.deadline)
+    kind = DeadlineKind.SOFT if unit == "steps" else DeadlineKind.STRICT
+    assert ((jobs.kind == kind) == given).all() and ((jobs.kind == DeadlineKind.BEST_EFFORT) == ~given).all()
+    assert_same_jobs(jobs, round_trip(jobs, tmp_path, path.name))
 
 
 def test_chronus_traces_read_into_the_job_model_and_round_trip(shared_data, tmp_path):
@@ -132,3 +118,16 @@ def test_drawn_deadlines_are_recorded_and_only_for_traces_without_deadlines(tmp_
     drawn = with_deadlines(gavel, DeadlineRule(0.5, 1.5, seed=3))
     assert drawn.notes == ("deadlines drawn: uniform:0.5:1.5 (seed 3)",)
     assert (drawn.jobs.kind == DeadlineKind.SOFT).all() and np.isfinite(drawn.jobs.slo).all()
+
+
+def test_a_slot_view_needs_one_type_in_whole_nodes(tmp_path):
+    trace, _, tables = write_inputs(tmp_path, [(0, 6000, 900, 2)])
+    jobs, rates = read_jobs(trace), CurveRates(read_throughput_dir(tables))
+    loose = Workload(jobs, Cluster(("gpu",), np.array([10])), rates)
+    with pytest.raises(WorkloadError, match="one GPUs-per-server count, got None"):
+        slot_view(loose, None, "edf")
+    with pytest.raises(WorkloadError, match="10 GPUs are not whole servers of 4"):
+        slot_view(loose, 4, "edf")
+    assert slot_view(loose, 5, "edf").gpus_per_node == 5
+    with pytest.raises(WorkloadError, match="one GPU type"):
+        slot_view(Workload(jobs, Cluster(("a", "b"), np.array([8, 8]), 4), rates), None, "edf")
