@@ -2,7 +2,7 @@
 published artifacts' own (Gavel's, Shockwave's, ElasticFlow's), so users' scripts translate 1:1;
 where two systems use one name (Gandiva), the later one's carries a suffix (``gandiva-ef``).
 
-``POLICIES``: the policies the round engine runs (time shares, or whole-round plans);
+``POLICIES``: the policies the round clock runs (time shares, or whole-round plans);
 ``SLOT_POLICIES``: the policies planning GPUs per slot; ``ALL_POLICIES`` both."""
 
 from __future__ import annotations

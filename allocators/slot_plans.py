@@ -1,4 +1,4 @@
-"""GPU plans per slot: the contract between the slotted engine and a :class:`SlotPolicy`.
+"""GPU plans per slot: the contract between the slot clock and a :class:`SlotPolicy`.
 
 At each decision time the engine hands the policy a :class:`JobsView` (arrays over every job of
 the trace, no copies) and asks two things:

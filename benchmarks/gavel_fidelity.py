@@ -20,7 +20,7 @@ from pathlib import Path
 
 from allocators import POLICIES
 from allocators.round_plans import RoundPlanner
-from simulator.engine.rounds import SimulationError
+from simulator.engine import SimulationError
 from simulator.simulate import simulate
 
 from .rows import write_rows

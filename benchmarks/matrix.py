@@ -29,7 +29,7 @@ from pathlib import Path
 
 from allocators.registry import SLOT_POLICIES
 from allocators.shockwave.config import read_shockwave_config
-from simulator.engine.rounds import SimulationConfig
+from simulator.engine import SimulationConfig
 from simulator.outcomes import SUMMARY_KEYS
 from simulator.simulate import default_solver, simulate, simulate_deadlines
 

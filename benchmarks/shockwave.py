@@ -34,7 +34,7 @@ from pathlib import Path
 
 from allocators.gavel.allox import SHOCKWAVE_ALLOX
 from allocators.shockwave.config import read_shockwave_config
-from simulator.engine.rounds import SimulationConfig, SimulationError
+from simulator.engine import SimulationConfig, SimulationError
 from simulator.simulate import default_solver, simulate
 
 from .rows import write_rows

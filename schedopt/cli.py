@@ -32,7 +32,7 @@ from simulator import (
     read_jobs_csv,
     sample_jobs,
 )
-from simulator.engine.rounds import SimulationConfig, SimulationError
+from simulator.engine import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
 from simulator.files import write_atomically
 from simulator.reports import check_output_path, write_allocation

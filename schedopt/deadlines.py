@@ -14,8 +14,8 @@ def simulate_deadlines_command(*, trace: Path | None, cluster_spec: Path | None,
                                policy: str, solver: str, slot: float | None, preset: str | None,
                                gpu_type: str | None,
                                overhead: float | None, deadlines: str | None, report, round_config):
-    """Any policy on a deadline trace: a slot policy on the slotted engine, a round policy (with
-    ``round_config``) on the round engine; returns the run's result."""
+    """Any policy on a deadline trace: a slot policy on the slot clock, a round policy (with
+    ``round_config``) on the round clock; returns the run's result."""
     missing = [name for name, value in (("--trace", trace), ("--cluster-spec", cluster_spec),
                                         ("--throughput-dir", throughput_dir)) if value is None]
     if missing:

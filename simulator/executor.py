@@ -77,3 +77,36 @@ class SimulatedExecutor(Executor):
 
     def execute(self, leases: Leases) -> LeaseResults:
         return LeaseResults(leases.steps, np.zeros(leases.steps.size, dtype=bool))
+
+
+@dataclass
+class FailedLeases:
+    """The run's failed leases: how many per job, the GPU-seconds they spent for nothing (the work
+    redone after a resume from the last checkpoint) and, for every job that ended failed, a note
+    with its last lease's failure. Both clocks keep one."""
+
+    count: np.ndarray
+    redone_gpu_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, jobs: int) -> FailedLeases:
+        return cls(np.zeros(jobs, dtype=np.int64))
+
+    def record(self, leases: Leases, results: LeaseResults) -> np.ndarray:
+        """Count the failed ``leases``; per lease, whether its job has now failed
+        :data:`MAX_FAILED_LEASES` times."""
+        failed = results.failed
+        if not failed.any():
+            return failed
+        jobs = leases.jobs
+        self.count[jobs[failed]] += 1
+        self.redone_gpu_seconds += float((leases.seconds[failed] * leases.gpus[failed]).sum())
+        return failed & (self.count[jobs] >= MAX_FAILED_LEASES)
+
+    def end(self, jobs: np.ndarray, names: np.ndarray, results: LeaseResults) -> list[str]:
+        """Note the end of ``jobs`` (named ``names``) as failed; returns the new notes."""
+        new = [f"job {name} failed after {int(self.count[job])} failed leases; last: {results.reasons[job]}"
+               for job, name in zip(jobs.tolist(), names.tolist(), strict=True)]
+        self.notes += new
+        return new

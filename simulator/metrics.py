@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from allocators.slot_plans import JobState, SlotPolicy
+from simulator.executor import FailedLeases
 from simulator.files import write_atomically
-from simulator.outcomes import conform, job_states, outcome_metrics
+from simulator.outcomes import Timeline, conform, job_states, outcome_metrics
 from simulator.round_view import RoundView
 
 UNFAIR_RHO = 1.05
@@ -57,14 +58,16 @@ class RunRecord:
     isolated_runtime: np.ndarray
     runtime: np.ndarray
     forced: np.ndarray
-    failed_leases: np.ndarray
     failed: np.ndarray
+    failures: FailedLeases
     extensions: int = 0
     extensions_possible: int = 0
-    redone_gpu_seconds: float = 0.0
     solve_log: list[tuple] = field(default_factory=list)
     notes: dict[str, None] = field(default_factory=dict)
-    timeline: list[tuple] = field(default_factory=list)
+    timeline: Timeline = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.timeline = Timeline(self.busy_gpu_seconds.size)
 
     @classmethod
     def create(cls, workload: RoundView, isolated_runtime: np.ndarray) -> RunRecord:
@@ -79,7 +82,7 @@ class RunRecord:
             iso_a=np.where(fits, workload.rates * W / s, 0.0).sum(axis=1),
             iso_b=np.where(fits, W / s, 0.0).sum(axis=1), isolated_runtime=isolated_runtime,
             runtime=np.zeros(J), forced=np.zeros(J, dtype=bool),
-            failed_leases=np.zeros(J, dtype=np.int64), failed=np.zeros(J, dtype=bool),
+            failed=np.zeros(J, dtype=bool), failures=FailedLeases.of(J),
         )
 
     def log_solve(self, now: float, jobs: int, seconds: float, timings: dict | None = None) -> None:
@@ -89,9 +92,11 @@ class RunRecord:
         split = timings or {}
         self.solve_log.append((now, jobs, seconds, *(split.get(k, math.nan) for k in SOLVE_SPLIT)))
 
-    def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: int) -> None:
-        """Record one round (or idle gap) with ``present`` jobs in the system."""
-        self.timeline.append((start, end, *busy.tolist(), running, present - running))
+    def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: int,
+                     efficiency: float = 0.0) -> None:
+        """Record one round (or idle gap) with ``present`` jobs in the system and its cluster
+        ``efficiency``."""
+        self.timeline.log(start, end, efficiency, busy.tolist(), running, present - running)
 
 
 def isolated_finish(starts: np.ndarray, ends: np.ndarray, present: np.ndarray, arrival: np.ndarray,
@@ -192,7 +197,7 @@ def summarize(workload: RoundView, policy, config, rec: RunRecord, now: float) -
     ids = np.arange(workload.num_jobs)
     in_window = np.ones(ids.size, dtype=bool) if config.window is None else (
         (ids >= config.window[0]) & (ids < config.window[1]))
-    tl = np.array(rec.timeline, dtype=float).reshape(-1, 4 + len(types))
+    tl = rec.timeline.array()
     adapts = np.asarray(tr.modes) != "static"
     work = np.where(adapts, rec.isolated_runtime * workload.rates[ids, workload.reference_column], tr.total_steps)
     iso_finish = isolated_finish(tl[:, 0], tl[:, 1], tl[:, -2] + tl[:, -1], tr.arrival_times,
@@ -211,9 +216,7 @@ def summarize(workload: RoundView, policy, config, rec: RunRecord, now: float) -
         "preemptions": rec.preemptions, "lease_extensions": rec.lease_extensions,
         "work_done": rec.steps, "work": tr.total_steps, "in_window": in_window,
     }
-    timeline = {"start": tl[:, 0], "end": tl[:, 1], "busy_gpus": tl[:, 2:2 + len(types)].sum(axis=1).astype(np.int64),
-                **{f"busy_{t}": tl[:, 2 + j].astype(np.int64) for j, t in enumerate(types)},
-                "running_jobs": tl[:, -2].astype(np.int64), "queued_jobs": tl[:, -1].astype(np.int64)}
+    timeline = rec.timeline.columns(types)
     log = np.array(rec.solve_log, dtype=float).reshape(-1, 3 + len(SOLVE_SPLIT))
     solves = {"time": log[:, 0], "jobs": log[:, 1].astype(np.int64), "seconds": log[:, 2],
               **{f"{k}_seconds": log[:, 3 + i] for i, k in enumerate(SOLVE_SPLIT)}}
@@ -226,7 +229,7 @@ def summarize(workload: RoundView, policy, config, rec: RunRecord, now: float) -
     deadline = workload.slo_deadlines()
     common_jobs, common = outcome_metrics(
         arrival=tr.arrival_times, deadline=deadline, start=rec.first_start, finish=rec.finish, done=done,
-        declined=np.zeros(ids.size, dtype=bool), failed=rec.failed, failed_leases=rec.failed_leases,
+        declined=np.zeros(ids.size, dtype=bool), failed=rec.failed, failed_leases=rec.failures.count,
         isolated_runtime=rec.isolated_runtime, rho=rho, gpus=gpus,
         makespan=makespan, busy_gpu_seconds=float(rec.busy_gpu_seconds.sum()),
         efficiency_seconds=_efficiency_seconds(workload, rec.gpu_seconds), preemptions=rec.preemptions,
@@ -240,7 +243,7 @@ def summarize(workload: RoundView, policy, config, rec: RunRecord, now: float) -
         "overhead": config.overhead, "seed": config.seed, "gavel_compat": config.gavel_compat,
         "window": list(config.window) if config.window else None,
         "jobs": int(workload.num_jobs), "jobs_completed": int(done.sum()), "window_jobs_completed": int(win.sum()),
-        "redone_gpu_seconds": rec.redone_gpu_seconds,
+        "redone_gpu_seconds": rec.failures.redone_gpu_seconds,
         "average_jct": float(jct[done].mean()) if done.any() else math.nan,
         "average_jct_window": float(jct[win].mean()) if win.any() else math.nan,
         "makespan": makespan,
@@ -268,42 +271,47 @@ def summarize(workload: RoundView, policy, config, rec: RunRecord, now: float) -
     return SimulationResult(*conform(jobs, timeline, summary, types), solves)
 
 
-def _efficiency_seconds(workload: RoundView, gpu_seconds: np.ndarray) -> float:
-    """∫ Σ_running rate(n) / rate(1) dt: each job's GPU-seconds per type over its scale factor, times
-    its speed-up over one GPU of that type (linear where the table has no 1-GPU entry)."""
+def speedups(workload: RoundView) -> np.ndarray:
+    """Per job and type, rate(n) / rate(1) on its scale factor n: the table's rate over its 1-GPU
+    entry for the model (n, linear, where the table has none)."""
     table, tr = workload.table, workload.trace
     s = tr.scale_factors.astype(float)
     if table is None:
-        return float(gpu_seconds.sum())
+        return np.broadcast_to(s[:, None], workload.rates.shape)
     cols = table.type_columns(workload.cluster.worker_types)
     index = {k: i for i, k in enumerate(table.keys)}
     one = np.array([index.get((m, 1), -1) for m in tr.job_types])
     single = np.where(one[:, None] >= 0, table.isolated[np.maximum(one, 0)][:, cols], np.nan)
-    speedup = np.where(single > 0, workload.rates / np.where(single > 0, single, 1.0), s[:, None])
-    return float((gpu_seconds / s[:, None] * speedup).sum())
+    return np.where(single > 0, workload.rates / np.where(single > 0, single, 1.0), s[:, None])
+
+
+def _efficiency_seconds(workload: RoundView, gpu_seconds: np.ndarray) -> float:
+    """∫ Σ_running rate(n) / rate(1) dt: each job's GPU-seconds per type over its scale factor, times
+    its :func:`speedups` on that type."""
+    s = workload.trace.scale_factors.astype(float)
+    return float((gpu_seconds / s[:, None] * speedups(workload)).sum())
 
 
 def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overhead, finish: np.ndarray,
-                first_start: np.ndarray, state: np.ndarray, overhead_seconds: np.ndarray, timeline,
+                first_start: np.ndarray, state: np.ndarray, overhead_seconds: np.ndarray, timeline: Timeline,
                 decision_seconds: np.ndarray, decisions: int, wall_seconds: float, unschedulable: np.ndarray,
-                preemptions: np.ndarray, failed_leases: np.ndarray, redone_gpu_seconds: float,
-                failures: dict[int, str], work_done: np.ndarray, runtime: np.ndarray,
+                preemptions: np.ndarray, failures: FailedLeases, work_done: np.ndarray, runtime: np.ndarray,
                 held_gpu_seconds: np.ndarray) -> SimulationResult:
-    """The slotted engine's run as a :class:`SimulationResult` (the common metrics, plus the slot
+    """The slot clock's run as a :class:`SimulationResult` (the common metrics, plus the slot
     length, the overhead model and its seconds, cluster efficiency per decision)."""
     w = workload
     done = state == JobState.DONE
     declined = state == JobState.DECLINED
     failed = state == JobState.FAILED
-    times = np.asarray(timeline.time, dtype=float)
-    spans = np.diff(times, append=times[-1]) if times.size else times
+    tl = timeline.columns((w.worker_type,))
+    times, spans = tl["start"], tl["end"] - tl["start"]
     G = float(w.total_gpus)
     col = np.searchsorted(w.gpu_counts, w.requested)
     own = w.rates[np.arange(len(w)), np.minimum(col, len(w.gpu_counts) - 1)]
     rate = np.where(np.isfinite(own) & (own > 0), own, w.iterations / w.duration)
     isolated = w.iterations / rate
     share = G / np.maximum(w.requested, 1)
-    present = np.asarray(timeline.running) + np.asarray(timeline.pending)
+    present = tl["running_jobs"] + tl["queued_jobs"]
     iso_finish = isolated_finish(times, times + spans, present, w.submit, w.iterations.astype(float),
                                  rate * share, share, float(times[-1]) if times.size else 0.0)
     rho = np.where(done, (finish - w.submit) / (iso_finish - w.submit), np.nan)
@@ -311,15 +319,14 @@ def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overh
     if unschedulable.any():
         notes.append(f"{int(unschedulable.sum())} job(s) could never run (no allowed GPU count on this "
                      f"cluster) and count as declined")
-    notes += [f"job {w.job_ids[j]} failed after {int(failed_leases[j])} failed leases; last: {reason}"
-              for j, reason in failures.items()]
+    notes += failures.notes
     solves = policy.solve_log()
     makespan = float(np.nanmax(finish) - w.submit.min()) if done.any() else 0.0
     common_jobs, common = outcome_metrics(
         arrival=w.submit, deadline=w.deadline, start=first_start, finish=finish, done=done, declined=declined,
-        failed=failed, failed_leases=failed_leases, isolated_runtime=isolated, rho=rho, gpus=G, makespan=makespan,
-        busy_gpu_seconds=float((np.asarray(timeline.busy) * spans).sum()),
-        efficiency_seconds=float((np.asarray(timeline.efficiency) * spans).sum() * G),
+        failed=failed, failed_leases=failures.count, isolated_runtime=isolated, rho=rho, gpus=G, makespan=makespan,
+        busy_gpu_seconds=float((tl["busy_gpus"] * spans).sum()),
+        efficiency_seconds=float((tl["cluster_efficiency"] * spans).sum() * G),
         preemptions=preemptions, solve_seconds=decision_seconds)
     summary = {
         "policy": policy.name,
@@ -334,7 +341,7 @@ def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overh
         "best_effort_jobs": int(w.best_effort.sum()),
         **common,
         "overhead_seconds_total": float(overhead_seconds.sum()),
-        "redone_gpu_seconds": redone_gpu_seconds,
+        "redone_gpu_seconds": failures.redone_gpu_seconds,
         "decisions": decisions,
         "programs_solved": len(solves),
         "wall_seconds": wall_seconds,
@@ -347,8 +354,4 @@ def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overh
             "work_done": work_done, "work": w.iterations, f"gpu_seconds_{w.worker_type}": held_gpu_seconds}
     keys = sorted({k for row in solves for k in row})
     solve_cols = {k: np.array([row.get(k, np.nan) for row in solves]) for k in keys}
-    timeline_cols = {"start": times, "end": times + spans, "busy_gpus": np.asarray(timeline.busy),
-                     "running_jobs": np.asarray(timeline.running), "queued_jobs": np.asarray(timeline.pending),
-                     "cluster_efficiency": np.asarray(timeline.efficiency),
-                     f"busy_{w.worker_type}": np.asarray(timeline.busy)}
-    return SimulationResult(*conform(jobs, timeline_cols, summary, (w.worker_type,)), solve_cols)
+    return SimulationResult(*conform(jobs, tl, summary, (w.worker_type,)), solve_cols)

@@ -117,6 +117,35 @@ SETTING_KEYS = ("round_length", "reset_interval", "overhead", "seed", "gavel_com
                 "wall_seconds")
 
 
+class Timeline:
+    """The intervals of a run, recorded the same way by both clocks: per interval its start and
+    end (s), the cluster efficiency (1/G) Σ_running rate(n) / rate(1), the GPUs busy per worker
+    type, and the jobs running and queued."""
+
+    def __init__(self, types: int):
+        self.types = types
+        self._rows: list[tuple] = []
+
+    def log(self, start: float, end: float, efficiency: float, busy: list, running: int, queued: int) -> None:
+        self._rows.append((start, end, efficiency, *busy, running, queued))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def array(self) -> np.ndarray:
+        """One row per interval: start, end, efficiency, busy per type, running, queued."""
+        return np.array(self._rows, dtype=float).reshape(-1, 5 + self.types)
+
+    def columns(self, worker_types) -> dict[str, np.ndarray]:
+        """timeline.csv's columns."""
+        tl, n = self.array(), self.types
+        busy = tl[:, 3:3 + n].astype(np.int64)
+        return {"start": tl[:, 0], "end": tl[:, 1], "busy_gpus": busy.sum(axis=1),
+                **{f"busy_{t}": busy[:, j] for j, t in enumerate(worker_types)},
+                "running_jobs": tl[:, -2].astype(np.int64), "queued_jobs": tl[:, -1].astype(np.int64),
+                "cluster_efficiency": tl[:, 2]}
+
+
 def conform(jobs: dict, timeline: dict, summary: dict, worker_types) -> tuple[dict, dict, dict]:
     """The run's columns and summary in the order every run has (a figure the clock lacks: NaN /
     None); a column outside these lists is an error, so no run has columns another lacks."""

@@ -2,9 +2,9 @@
 :func:`run` takes the one :class:`~simulator.workload.Workload`; :func:`simulate` builds it from a
 Gavel / Shockwave trace (or a generated one), a ``type=count`` cluster and a Gavel table, and
 :func:`simulate_deadlines` from an ElasticFlow / ITP trace, a node cluster spec and iteration tables.
-A policy planning time shares or whole rounds runs on the round clock
-(:class:`simulator.engine.Engine`), one planning GPUs per slot on the slot clock
-(:class:`simulator.engine.SlotEngine`), each through its view of the workload (:mod:`simulator.views`)."""
+Every policy runs on the one :class:`simulator.engine.Engine`: one planning time shares or whole
+rounds on the round clock, one planning GPUs per slot on the slot clock, each through its view of
+the workload (:mod:`simulator.views`)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ from allocators.registry import SLOT_POLICIES, make_slot_policy, policy_class
 from optim import SolveOptions
 from simulator.cluster import Cluster, parse_cluster, parse_prices
 from simulator.elasticflow_traces import DeadlineTrace
+from simulator.engine import Engine, Progress, SimulationConfig, SlotConfig
 from simulator.engine.presets import get_preset
-from simulator.engine.rounds import Engine, Progress, SimulationConfig
-from simulator.engine.slots import SlotConfig, SlotEngine
 from simulator.example_table import example_table
 from simulator.executor import Executor
 from simulator.generator import generate_trace
@@ -115,9 +114,9 @@ def run(
     """``policy`` on ``workload``, whatever trace it came from: the one entry of every run.
 
     A policy planning time shares or whole rounds runs on the round clock
-    (:class:`simulator.engine.Engine`, settings ``config``, default ``preset``'s or Gavel's; GPUs per
+    (:class:`simulator.engine.Rounds`, settings ``config``, default ``preset``'s or Gavel's; GPUs per
     server from the cluster where it gives them), one planning GPU counts on the slot clock
-    (:class:`simulator.engine.SlotEngine`, ``slot``-second slots, default the ``preset``'s or
+    (:class:`simulator.engine.Slots`, ``slot``-second slots, default the ``preset``'s or
     ElasticFlow's 60 s, ``overhead`` None: the published model), each through its view of the
     workload (:mod:`simulator.views`). ``solver="auto"`` picks :func:`default_solver` (HiGHS for slot
     policies); ``deadlines`` (``uniform:LO:HI``, drawn with the config's seed) supplies deadlines a
@@ -141,7 +140,7 @@ def run(
     if per_node is not None:
         config = replace(config, gpus_per_server=per_node)
     if isinstance(workload.rates, CurveRates):
-        notes.insert(0, f"{workload.jobs.source} on the round engine: {view.cluster} in servers of {per_node}, "
+        notes.insert(0, f"{workload.jobs.source} on the round clock: {view.cluster} in servers of {per_node}, "
                         f"each job on its requested GPUs, deadlines from the trace")
     options = options or SolveOptions()
     if options.seed is None:
@@ -222,7 +221,8 @@ def run_slot_view(view: SlotView, policy: str, solver: str, options: SolveOption
     name = preset or "elasticflow"
     length = get_preset(name).slot if slot is None else slot
     pol = make_slot_policy(policy, solver, options, **policy_params)
-    result = SlotEngine(view, pol, SlotConfig(slot=length, overhead=overhead, preset=name), executor).run(progress)
+    config = SlotConfig(slot=length, overhead=overhead, preset=name)
+    result = Engine(view, pol, config, executor=executor).run(progress)
     result.summary["notes"] = [*(notes or []), *result.summary["notes"]]
     return result
 

@@ -1,4 +1,4 @@
-"""The ``chronus`` deadline policy on the slotted engine: leases, guarantees, opportunistic jobs,
+"""The ``chronus`` deadline policy on the slot clock: leases, guarantees, opportunistic jobs,
 the horizon cut of its lease MIP, and a replay of a published trace."""
 
 from dataclasses import replace
@@ -20,7 +20,7 @@ from formulations import chronus as lease_mip
 from formulations.chronus import LeaseProblem, plan_violations, solve_leases
 from optim import Result, Status
 from simulator.elasticflow_traces import DeadlineTrace
-from simulator.engine.slots import SlotConfig, SlotEngine
+from simulator.engine import Engine, SlotConfig
 from simulator.iteration_tables import IterationTable
 from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
@@ -60,7 +60,7 @@ def replay(jobs, *, slot=60.0, overhead=None, nodes=1, gpus_per_node=4, **params
 
     policy.allocate = allocate
     w = workload(jobs, nodes=nodes, gpus_per_node=gpus_per_node)
-    result = SlotEngine(w, policy, SlotConfig(slot=slot, overhead=overhead or OverheadModel.none())).run()
+    result = Engine(w, policy, SlotConfig(slot=slot, overhead=overhead or OverheadModel.none())).run()
     return result, policy, log
 
 

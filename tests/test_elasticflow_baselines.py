@@ -1,4 +1,4 @@
-"""The published ElasticFlow deadline baselines on the slotted engine: Tiresias (dlas-gpu), Gandiva, Themis.
+"""The published ElasticFlow deadline baselines on the slot clock: Tiresias (dlas-gpu), Gandiva, Themis.
 
 Tiny cases are checked by hand against the published rules (see each policy's module doc); the
 shared-data tests replay the published traces and compare deadline satisfactory ratios.
@@ -15,7 +15,7 @@ from allocators.elasticflow.themis import build_conic, build_level_lp, least_sha
 from allocators.registry import SLOT_POLICIES, make_slot_policy
 from optim import Status, solve
 from simulator.elasticflow_traces import DeadlineTrace
-from simulator.engine.slots import SlotConfig, SlotEngine
+from simulator.engine import Engine, SlotConfig
 from simulator.iteration_tables import IterationTable
 from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
@@ -56,7 +56,7 @@ def replay(policy, jobs, *, slot=60.0, nodes=1, gpus_per_node=4, state=None):
 
     policy.allocate = allocate
     w = workload(jobs, nodes, gpus_per_node)
-    result = SlotEngine(w, policy, SlotConfig(slot=slot, overhead=OverheadModel.none())).run()
+    result = Engine(w, policy, SlotConfig(slot=slot, overhead=OverheadModel.none())).run()
     return result, log, policy
 
 

@@ -205,3 +205,21 @@ def test_a_column_outside_the_common_set_is_an_error():
 
     with pytest.raises(ValueError, match="job column.*'extra'.*common set"):
         conform({"job_id": np.arange(2), "extra": np.zeros(2)}, {"start": np.zeros(1)}, {}, ("v100",))
+
+
+def test_the_one_engine_runs_a_policy_only_on_the_clock_it_plans_for():
+    from allocators import make_policy
+    from allocators.registry import make_slot_policy
+    from simulator.engine import Engine, Rounds, Slots
+
+    table = example_table()
+    trace = generate_trace(table, 4, seed=0, lam=300.0)
+    workload = with_deadlines(Workload(Jobs.from_gavel(trace), parse_cluster("v100=8"), TableRates(table)),
+                              DeadlineRule(0.5, 1.5))
+    rounds, slots = round_view(workload), slot_view(workload, 4, "edf")
+    gavel, edf = make_policy("max_min_fairness_perf", "clarabel"), make_slot_policy("edf", "highs")
+    assert isinstance(Engine(rounds, gavel).clock, Rounds) and isinstance(Engine(slots, edf).clock, Slots)
+    with pytest.raises(ValueError, match="plans GPUs per slot, not time shares"):
+        Engine(rounds, edf)
+    with pytest.raises(ValueError, match="plans time shares or rounds, not GPUs per slot"):
+        Engine(slots, gavel)

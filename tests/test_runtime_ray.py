@@ -21,7 +21,7 @@ from runtime_bridge.job_map import workload_spec  # noqa: E402
 from runtime_bridge.ray_executor import RayExecutor  # noqa: E402
 from schedopt.cli import app  # noqa: E402
 from simulator.cluster import parse_cluster  # noqa: E402
-from simulator.engine.rounds import Engine, SimulationConfig  # noqa: E402
+from simulator.engine import Engine, SimulationConfig  # noqa: E402
 from simulator.executor import MAX_FAILED_LEASES, SimulatedExecutor  # noqa: E402
 from simulator.round_view import build_round_view  # noqa: E402
 from simulator.simulate import simulate  # noqa: E402
@@ -191,7 +191,7 @@ def test_cli_run_without_ray_says_what_to_install(tmp_path, monkeypatch):
 
 
 def slot_run(trace, table, executor, policy="edf"):
-    """``policy`` on the slotted engine, deadlines drawn at 2-3x each job's isolated duration."""
+    """``policy`` on the slot clock, deadlines drawn at 2-3x each job's isolated duration."""
     return simulate(trace, policy=policy, cluster="cpu=2", throughputs=table, deadlines="uniform:2:3",
                     slot=ROUND, executor=executor)
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from allocators import POLICIES, make_policy
 from schedopt.cli import app
 from simulator.cluster import parse_cluster
-from simulator.engine.rounds import Engine, SimulationConfig
+from simulator.engine import Engine, SimulationConfig
 from simulator.example_table import example_table
 from simulator.executor import MAX_FAILED_LEASES, LeaseResults, SimulatedExecutor
 from simulator.generator import generate_trace
@@ -105,6 +105,10 @@ def test_every_job_finishes_within_capacity_and_no_faster_than_alone(wl, policy)
     for k, name in enumerate(spec.worker_types):
         assert (t[f"busy_{name}"] <= spec.gpus[k]).all()
     assert np.isfinite(j["rho"]).all()
+    span = t["end"] - t["start"]
+    assert (t["cluster_efficiency"] >= 0).all()
+    assert t["cluster_efficiency"] @ span / res.summary["makespan"] == pytest.approx(
+        res.summary["cluster_efficiency_mean"], rel=1e-9, abs=1e-12)
 
 
 def test_same_seed_same_schedule_and_seed_drives_agnostic_type_order():

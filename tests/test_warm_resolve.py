@@ -25,7 +25,7 @@ from optim import (
 )
 from optim.delta import model_delta
 from simulator.cluster import parse_cluster
-from simulator.engine.rounds import Engine, SimulationConfig
+from simulator.engine import Engine, SimulationConfig
 from simulator.example_table import example_table
 from simulator.generator import generate_trace
 from simulator.round_view import build_round_view

@@ -1,5 +1,5 @@
 """Gandiva, as the published ElasticFlow simulator implements it (``gandiva_sim_jobs``), on the
-slotted engine.
+slot clock.
 
 Non-elastic (requested GPUs), no admission control, progress in wall-clock seconds against the
 trace's ``duration`` (``duration_based``). Jobs live in *node sets*, one list of sets per GPU-count

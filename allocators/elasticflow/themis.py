@@ -1,4 +1,4 @@
-"""Themis finish-time fairness (``themis``), the published ElasticFlow baseline, on the slotted engine.
+"""Themis finish-time fairness (``themis``), the published ElasticFlow baseline, on the slot clock.
 
 Non-elastic (requested GPUs), no admission control, no overhead (``Charge.NEVER``: the published
 estimate is never reached). At every decision (a lease of Δ) over the runnable jobs j:

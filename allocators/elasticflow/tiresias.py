@@ -1,4 +1,4 @@
-"""Tiresias 2D-LAS (``dlas-gpu``), the published ElasticFlow baseline, on the slotted engine.
+"""Tiresias 2D-LAS (``dlas-gpu``), the published ElasticFlow baseline, on the slot clock.
 
 What the published simulator (``dlas_sim_jobs(gputime=True)``) does, restated:
 

@@ -1,6 +1,7 @@
-"""The round-based engine: replays a workload against any policy on any solver.
+"""The round clock: Gavel's mechanism turns a policy's time shares into leases (or a round
+planner names the jobs of the round), one decision at every round boundary.
 
-Each pass of the loop is one round boundary at simulated time t:
+At each boundary at simulated time t (the steps of :mod:`simulator.engine.loop`):
 
 1. the rows dispatched in the previous round finish: their jobs gain the steps they ran,
    each row's time is credited to the mechanism, finished jobs leave (JCT = the end of the
@@ -31,7 +32,6 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -43,19 +43,16 @@ from formulations import AllocationProblem, JobPairs, ProblemError
 from optim import OptimError
 from simulator.adaptive import AdaptiveJobs
 from simulator.combos import Combos
+from simulator.engine.clock import SimulationError
 from simulator.engine.presets import get_preset
-from simulator.executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor
+from simulator.executor import Executor, Leases, SimulatedExecutor
 from simulator.mechanism import Mechanism
-from simulator.metrics import RunRecord, SimulationResult, summarize
+from simulator.metrics import RunRecord, SimulationResult, speedups, summarize
 from simulator.placement import Placement
 from simulator.round_view import RoundView
 
 #: Gavel's fixed order of its worker types, fastest first
 GAVEL_TYPE_ORDER = ("v100", "p100", "k80")
-
-
-class SimulationError(RuntimeError):
-    """The simulation cannot go on (a policy or solver failure, or a stalled schedule)."""
 
 
 @dataclass(frozen=True)
@@ -104,10 +101,6 @@ class SimulationConfig:
             raise ValueError(f"window must be lo:hi with 0 <= lo < hi, got {self.window[0]}:{self.window[1]}")
 
 
-#: progress(now, jobs done, jobs, solves, seconds of the last solve)
-Progress = Callable[[float, int, int, int, float], None]
-
-
 def type_order(workload: RoundView) -> list[int]:
     """Type indices, fastest first: Gavel's v100, p100, k80 order for its names, other
     types after them by mean speed relative to each job's fastest type."""
@@ -118,8 +111,9 @@ def type_order(workload: RoundView) -> list[int]:
     return sorted(range(len(types)), key=lambda j: (rank[j], -speed[j], j))
 
 
-class Engine:
-    """Runs ``workload`` under ``policy``; ``executor`` runs each round's leases
+class Rounds:
+    """The round clock: a decision at every round boundary (the end of the latest lease of the
+    round, or the next arrival when nothing could run). ``executor`` runs each round's leases
     (default: :class:`SimulatedExecutor`, every planned step done)."""
 
     def __init__(self, workload: RoundView, policy: Policy, config: SimulationConfig | None = None,
@@ -136,6 +130,8 @@ class Engine:
             raise ValueError(f"GPUs per server must be >= 1, got {cfg.gpus_per_server}")
         if cfg.window is not None and cfg.window[1] > workload.num_jobs:
             raise ValueError(f"window {cfg.window[0]}:{cfg.window[1]} ends past the trace's {workload.num_jobs} jobs")
+        if not isinstance(policy, Policy):
+            raise ValueError(f"policy {policy.name!r} plans GPUs per slot, not time shares or rounds")
         self.combos = Combos(n)
         self.mechanism = Mechanism(self.combos, workload.cluster.gpus, cfg.round_length, cfg.reset_interval,
                                    skip_zero_priority=policy.name.startswith("fifo"))
@@ -151,10 +147,26 @@ class Engine:
         iso = self.isolated = self.jobs.profile.isolated_runtimes()
         factor = cfg.max_runtime_factor
         self.deadline = np.floor(np.floor(iso) * factor) if factor else np.full(iso.shape, np.inf)
-        self.single_row = np.full(workload.num_jobs, -1, dtype=np.int64)
+        J = workload.num_jobs
+        self.arrivals = workload.trace.arrival_times
+        self.single_row = np.full(J, -1, dtype=np.int64)
         self._slo_deadlines = workload.slo_deadlines()
-        self.admitted = np.full(workload.num_jobs, np.nan)
+        self.admitted = np.full(J, np.nan)
         self.rounds = 0
+        self.rec = RunRecord.create(workload, self.isolated)
+        self.speedups = speedups(workload)
+        self.gpus = float(workload.cluster.gpus.sum())
+        self.active = np.zeros(J, dtype=bool)
+        self.num_active = 0
+        must_finish = np.zeros(J, dtype=bool)
+        must_finish[slice(*cfg.window) if cfg.window else slice(None)] = True
+        self.must_finish = must_finish
+        self.left = int(must_finish.sum())
+        #: jobs arrived or left since the last solve; the schedule stalled at the last decision
+        self.changed, self.stalled = False, False
+        self.last_round_end: float | None = None
+        self.running = _Round.empty()
+        self._scratch = np.zeros(J, dtype=bool)
 
     def _types_this_round(self) -> list[int]:
         if self.fixed_order:
@@ -163,83 +175,86 @@ class Engine:
         self.shuffler.shuffle(order)
         return order
 
-    def run(self, progress: Progress | None = None) -> SimulationResult:
-        w, cfg, c, mech = self.w, self.config, self.combos, self.mechanism
-        J, tr = w.num_jobs, w.trace
-        rec = RunRecord.create(w, self.isolated)
-        single_row = self.single_row
-        arrival_order = np.argsort(tr.arrival_times, kind="stable")
-        arrivals = tr.arrival_times[arrival_order].tolist()
-        next_arrival = 0
-        active = np.zeros(J, dtype=bool)
-        num_active = 0
-        must_finish = np.zeros(J, dtype=bool)
-        must_finish[slice(*cfg.window) if cfg.window else slice(None)] = True
-        left = int(must_finish.sum())
-        uses_pairs = self.policy.uses_pairs
-        now = arrivals[0]
-        changed, stalled = False, False
-        last_round_end: float | None = None
-        running = _Round.empty()
-        scratch = np.zeros(J, dtype=bool)
-        while True:
-            if running.rows.size:
-                start = running.start
-                if cfg.gavel_compat:
-                    start = last_round_end if last_round_end is not None else 0.0
-                last_round_end = now
-                finished, switched = self._finish_round(running, start, rec)
-                changed |= switched
-                if finished.size:
-                    active[finished] = False
-                    num_active -= finished.size
-                    left -= int(must_finish[finished].sum())
-                    c.kill_jobs(finished)
-                    changed = True
-            if left == 0:
-                break
-            while next_arrival < J and arrivals[next_arrival] <= now:
-                job = int(arrival_order[next_arrival])
-                self._admit(job, active, single_row, uses_pairs)
-                self.admitted[job] = now
-                active[job] = True
-                num_active += 1
-                next_arrival += 1
-                changed = True
-            if self.planner:
-                dispatched = self._dispatch_planned(now, active, running, rec)
-            else:
-                if changed and mech.reset_due(now):
-                    mech.reset(now)
-                    self._allocate(now, active, single_row, rec)
-                    changed = False
-                dispatched = self._dispatch(now, running, rec)
-            rec.extensions_possible += running.rows_with_active_job(active)
-            if running.jobs.size:
-                scratch[dispatched.jobs] = True
-                rec.preemptions[running.jobs[active[running.jobs] & ~scratch[running.jobs]]] += 1
-                scratch[dispatched.jobs] = False
-            if dispatched.rows.size:
-                stalled = False
-                round_end = float(dispatched.finish.max())
-                busy = np.bincount(dispatched.types, weights=dispatched.scale, minlength=c.n)
-                rec.log_interval(now, round_end, busy, dispatched.jobs.size, num_active)
-                running, now = dispatched, round_end
-            elif next_arrival < J:
-                gap_end = arrivals[next_arrival]
-                rec.log_interval(now, gap_end, np.zeros(c.n), 0, num_active)
-                running, now = dispatched, gap_end
-            elif stalled:
-                raise SimulationError(f"policy {self.policy.name!r} scheduled none of the {num_active} "
-                                      f"remaining jobs at t={now:.1f} s and no arrivals are pending")
-            else:
-                stalled, changed, mech.last_reset = True, True, 0.0
-                running = dispatched
-            if progress is not None:
-                progress(now, int(rec.done.sum()), J, len(rec.solve_log),
-                         rec.solve_log[-1][2] if rec.solve_log else 0.0)
-        rec.notes.update(self.jobs.notes)
-        return summarize(w, self.policy, cfg, rec, now)
+    def credit(self, start: float, end: float) -> None:
+        """The round that ends at ``end`` finishes (``start`` is its start; with ``gavel_compat``,
+        the end of the previous round)."""
+        running = self.running
+        if not running.rows.size:
+            return
+        start = running.start
+        if self.config.gavel_compat:
+            start = self.last_round_end if self.last_round_end is not None else 0.0
+        self.last_round_end = end
+        finished, switched = self._finish_round(running, start, self.rec)
+        self.changed |= switched
+        if finished.size:
+            self.active[finished] = False
+            self.num_active -= finished.size
+            self.left -= int(self.must_finish[finished].sum())
+            self.combos.kill_jobs(finished)
+            self.changed = True
+
+    def admit(self, jobs: np.ndarray, now: float) -> None:
+        for job in jobs.tolist():
+            self._admit(job, self.active, self.single_row, self.policy.uses_pairs)
+            self.admitted[job] = now
+            self.active[job] = True
+        self.num_active += jobs.size
+        self.changed = True
+
+    def over(self, arriving: bool) -> bool:
+        """Every job of the window (default: the trace) is done."""
+        return self.left == 0
+
+    def decide(self, now: float, arriving: bool) -> None:
+        rec, mech, running = self.rec, self.mechanism, self.running
+        if self.planner:
+            dispatched = self._dispatch_planned(now, self.active, running, rec)
+        else:
+            if self.changed and mech.reset_due(now):
+                mech.reset(now)
+                self._allocate(now, self.active, self.single_row, rec)
+                self.changed = False
+            dispatched = self._dispatch(now, running, rec)
+        rec.extensions_possible += running.rows_with_active_job(self.active)
+        if running.jobs.size:
+            scratch, active = self._scratch, self.active
+            scratch[dispatched.jobs] = True
+            rec.preemptions[running.jobs[active[running.jobs] & ~scratch[running.jobs]]] += 1
+            scratch[dispatched.jobs] = False
+        self.running = dispatched
+
+    def next_time(self, now: float, arrival: float) -> float:
+        """The end of the round's latest lease; with nothing dispatched, the next arrival (the
+        gap logged idle), else one more decision now with a fresh solve, then an error."""
+        rec, dispatched = self.rec, self.running
+        if dispatched.rows.size:
+            self.stalled = False
+            round_end = float(dispatched.finish.max())
+            busy = np.bincount(dispatched.types, weights=dispatched.scale, minlength=self.combos.n)
+            ends = dispatched.finish if dispatched.jobs.size == dispatched.rows.size else \
+                dispatched.finish[dispatched.job_row]
+            work = np.dot(ends - now, dispatched.speedup)
+            span = round_end - now
+            efficiency = float(work / (self.gpus * span)) if span > 0 else 0.0
+            rec.log_interval(now, round_end, busy, dispatched.jobs.size, self.num_active, efficiency)
+            return round_end
+        if math.isfinite(arrival):
+            rec.log_interval(now, arrival, np.zeros(self.combos.n), 0, self.num_active)
+            return arrival
+        if self.stalled:
+            raise SimulationError(f"policy {self.policy.name!r} scheduled none of the {self.num_active} "
+                                  f"remaining jobs at t={now:.1f} s and no arrivals are pending")
+        self.stalled, self.changed, self.mechanism.last_reset = True, True, 0.0
+        return now
+
+    def status(self) -> tuple[int, int, float]:
+        log = self.rec.solve_log
+        return int(self.rec.done.sum()), len(log), log[-1][2] if log else 0.0
+
+    def result(self, now: float) -> SimulationResult:
+        self.rec.notes.update(self.jobs.notes)
+        return summarize(self.w, self.policy, self.config, self.rec, now)
 
     def _admit(self, job: int, active: np.ndarray, single_row: np.ndarray, uses_pairs: bool) -> None:
         """Rows for a new job: its single row (time round/2), then pairs (time 0) with every
@@ -375,7 +390,8 @@ class Engine:
         rec.first_start[jobs] = np.fmin(rec.first_start[jobs], now)
         self.jobs.dispatched(jobs, rec.steps[jobs])
         charge = resumed if cfg.gavel_compat else np.zeros(jobs.size, dtype=bool)
-        return _Round(now, rows, types, scale, finish, jobs, job_row, steps, upfront, charge)
+        return _Round(now, rows, types, scale, finish, jobs, job_row, steps, upfront, charge,
+                      self.speedups[jobs, job_type])
 
     def _finish_round(self, run: _Round, start: float, rec: RunRecord) -> tuple[np.ndarray, bool]:
         """Credit the round that just ended with the steps the executor reports; returns the
@@ -393,14 +409,15 @@ class Engine:
         rec.busy_gpu_seconds += np.bincount(run.types, weights=gpu_seconds, minlength=rec.busy_gpu_seconds.size)
         jobs, r = run.jobs, run.job_row
         ran = seconds[r] - run.upfront
+        outcome = None
         if self._simulated:  # every planned step done, nothing failed: no hand-off to build
-            steps, failed, reasons = run.job_steps, None, {}
+            steps = run.job_steps
         else:
             leases = Leases(run.start, jobs, run.types[r], run.scale[r], run.job_steps,
                             run.finish[r] - run.start - run.upfront)
             outcome = self.executor.execute(leases)
             outcome.check(leases)
-            steps, failed, reasons = outcome.steps, outcome.failed, outcome.reasons
+            steps = outcome.steps
         if cfg.gavel_compat and run.charge.any():
             late = run.charge & (ran > cfg.round_length - 5.0) & (ran > 0)
             kept = np.where(late, (ran - cfg.overhead) / np.where(ran > 0, ran, 1.0), 1.0)
@@ -413,8 +430,8 @@ class Engine:
         forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs])
         done = complete | forced
         dead = None
-        if failed is not None:
-            dead = self._count_failures(leases, failed, rec) & ~done
+        if outcome is not None:
+            dead = rec.failures.record(leases, outcome) & ~done
             done |= dead
         switched = self.jobs.after_round(jobs[~done], rec.steps) if self.jobs.adapting else _NONE
         if switched.size:  # the published rules round progress up to whole epochs: maybe the last
@@ -427,7 +444,8 @@ class Engine:
             rec.done[finished] = True
             rec.forced[jobs[forced]] = True
         if dead is not None and dead.any():
-            self._end_failed(jobs[dead], reasons, rec)
+            rec.failed[jobs[dead]] = True
+            rec.notes.update(dict.fromkeys(rec.failures.end(jobs[dead], jobs[dead], outcome)))
             finished = np.concatenate([finished, jobs[dead]])
         if switched.size:
             rows = self.single_row[switched]
@@ -436,22 +454,6 @@ class Engine:
             self.combos.changed()
         return finished, bool(switched.size)
 
-    def _count_failures(self, leases: Leases, failed: np.ndarray, rec: RunRecord) -> np.ndarray:
-        """Count the round's failed leases and the GPU-seconds they spent for nothing (the
-        work redone after a resume from the last checkpoint); which jobs have had too many."""
-        if not failed.any():
-            return failed
-        jobs = leases.jobs
-        rec.failed_leases[jobs[failed]] += 1
-        rec.redone_gpu_seconds += float((leases.seconds[failed] * leases.gpus[failed]).sum())
-        return failed & (rec.failed_leases[jobs] >= MAX_FAILED_LEASES)
-
-    def _end_failed(self, jobs: np.ndarray, reasons, rec: RunRecord) -> None:
-        """Mark ``jobs`` failed, each with its last lease's failure in the notes."""
-        rec.failed[jobs] = True
-        for job in jobs.tolist():
-            rec.notes[f"job {job} failed after {MAX_FAILED_LEASES} failed leases; last: {reasons[job]}"] = None
-
 
 _NONE = np.zeros(0, dtype=np.int64)
 
@@ -459,7 +461,8 @@ _NONE = np.zeros(0, dtype=np.int64)
 class _Round(NamedTuple):
     """The rows dispatched at ``start`` (with their types, GPU counts and work ends) and,
     per member job, the job, its row's position, the steps it runs, the overhead seconds
-    charged up front and whether the overhead is still to be taken after the round."""
+    charged up front, whether the overhead is still to be taken after the round and its
+    speed-up over one GPU (:func:`~simulator.metrics.speedups`)."""
 
     start: float
     rows: np.ndarray
@@ -471,11 +474,12 @@ class _Round(NamedTuple):
     job_steps: np.ndarray
     upfront: np.ndarray
     charge: np.ndarray
+    speedup: np.ndarray
 
     @classmethod
     def empty(cls) -> _Round:
         z = np.zeros(0, dtype=np.int64)
-        return cls(0.0, z, z, z, np.zeros(0), z, z, z, np.zeros(0), np.zeros(0, dtype=bool))
+        return cls(0.0, z, z, z, np.zeros(0), z, z, z, np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0))
 
     def rows_with_active_job(self, active: np.ndarray) -> int:
         """Rows of this round that still have an active job (lease-extension opportunities)."""

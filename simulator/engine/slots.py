@@ -1,22 +1,22 @@
-"""The slotted engine for deadline-aware and elastic scheduling (ElasticFlow's simulation model).
+"""The slot clock, for deadline-aware and elastic scheduling (ElasticFlow's simulation model).
 
 Decisions: the first at the first arrival; after a decision at t the next is at
 max(t + Δ, earliest event), events being arrivals, predicted completions and a policy's own
 requests (a planned scale change). Every arrival since the last decision is decided at that
 decision, together with the others (the published simulator folds events the same way).
 
-At a decision: progress of the elapsed interval is credited (a job on n GPUs runs the interval,
-cut at the end its policy plans for its run if any (:meth:`SlotPolicy.runs_until`), minus its
-overhead, at the rate of the table, or of its trace duration for duration-based policies); jobs
-whose remaining work hit zero finish at the exact time inside the interval (their GPUs stay idle
-until this decision); the policy admits or declines the arrivals, then picks GPU
-counts; jobs are placed on nodes (:mod:`simulator.buddy`), and the overhead of the coming
+At a decision (the steps of :mod:`simulator.engine.loop`): progress of the elapsed interval is
+credited (a job on n GPUs runs the interval, cut at the end its policy plans for its run if any
+(:meth:`SlotPolicy.runs_until`), minus its overhead, at the rate of the table, or of its trace
+duration for duration-based policies); jobs whose remaining work hit zero finish at the exact time
+inside the interval (their GPUs stay idle until this decision); the policy admits or declines the
+arrivals, then picks GPU counts; jobs are placed on nodes (:mod:`simulator.buddy`), and the overhead of the coming
 interval is charged as the policy's published rule says (:mod:`simulator.overheads`).
 
 A late job keeps running and counts as missed when it finishes; a declined job never runs.
 
-Crediting goes through the engine's :class:`~simulator.executor.Executor`, the same contract
-as the round engine's: each interval's holders are one :class:`~simulator.executor.Leases`
+Crediting goes through the run's :class:`~simulator.executor.Executor`, the same contract
+as the round clock's: each interval's holders are one :class:`~simulator.executor.Leases`
 (planned: the whole steps its progress crosses), credited with what the executor reports
 (a failed lease credits nothing; :data:`~simulator.executor.MAX_FAILED_LEASES` of them end the job
 as failed). The default :class:`~simulator.executor.SimulatedExecutor` credits exact fractional
@@ -25,16 +25,18 @@ progress without building leases.
 
 from __future__ import annotations
 
+import math
 import time as _time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
 from simulator.buddy import RankSetCache, place
-from simulator.engine.rounds import Progress, SimulationError
-from simulator.executor import MAX_FAILED_LEASES, Executor, Leases, SimulatedExecutor
+from simulator.engine.clock import SimulationError
+from simulator.executor import Executor, FailedLeases, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
+from simulator.outcomes import Timeline
 from simulator.overheads import OverheadModel
 from simulator.views import SlotView
 
@@ -58,18 +60,14 @@ class SlotConfig:
             raise ValueError(f"slot must be > 0 s, got {self.slot}")
 
 
-@dataclass
-class _Timeline:
-    time: list = field(default_factory=list)
-    busy: list = field(default_factory=list)
-    efficiency: list = field(default_factory=list)
-    running: list = field(default_factory=list)
-    pending: list = field(default_factory=list)
+class Slots:
+    """The slot clock: after a decision at t the next is at max(t + Δ, earliest event); a
+    policy's integer plan of GPUs per job, placed on nodes, is the interval's leases."""
 
-
-class SlotEngine:
     def __init__(self, workload: SlotView, policy: SlotPolicy, config: SlotConfig | None = None,
                  executor: Executor | None = None):
+        if not isinstance(policy, SlotPolicy):
+            raise ValueError(f"policy {policy.name!r} plans time shares or rounds, not GPUs per slot")
         self.workload = workload
         self.executor = executor or SimulatedExecutor()
         self._simulated = type(self.executor) is SimulatedExecutor
@@ -80,6 +78,7 @@ class SlotEngine:
         rates = w.duration_rates() if policy.duration_based else w.rates
         cap = w.caps(policy.caps) if policy.elastic else w.requested
         J = len(w)
+        self.arrivals = w.submit
         self.view = JobsView(
             now=0.0, slot=self.config.slot, total_gpus=w.total_gpus, gpus_per_node=w.gpus_per_node,
             gpu_counts=w.gpu_counts, state=np.zeros(J, dtype=np.int8), submit=w.submit, deadline=w.deadline,
@@ -94,80 +93,97 @@ class SlotEngine:
         self.overhead_total = np.zeros(J)
         self.unschedulable = np.zeros(J, dtype=bool)
         self.preemptions = np.zeros(J, dtype=np.int64)
-        self.failed_leases = np.zeros(J, dtype=np.int64)
-        self.redone_gpu_seconds = 0.0
-        self.failures: dict[int, str] = {}
+        self.failures = FailedLeases.of(J)
         self.held_gpu_seconds = np.zeros(J)
         #: when each running job's credited run time ends in the coming interval (NaN: at its end)
         self._uncut = np.full(J, np.nan)
         self.runs_until = self._uncut
+        self.cache = RankSetCache()
+        self.shift = int(np.ceil(np.log2(w.total_gpus + 1))) + 1
+        self.timeline = Timeline(1)
+        #: the last decision's efficiency, busy GPUs, running and queued jobs, logged with its end
+        self._decided: tuple = ()
+        self.decision_seconds: list[float] = []
+        self._admit_seconds = 0.0
+        self.stalled = 0
+        self.started = _time.perf_counter()
 
-    def run(self, progress: Progress | None = None) -> SimulationResult:
+    def credit(self, start: float, end: float) -> None:
+        self._credit(start, end)
+
+    def admit(self, jobs: np.ndarray, now: float) -> None:
+        tick = _time.perf_counter()
+        self.view.now = now
+        self._admit(jobs)
+        self._admit_seconds = _time.perf_counter() - tick
+
+    def over(self, arriving: bool) -> bool:
+        """Nothing is left to arrive and no job is active."""
+        return not arriving and not self.view.active().size
+
+    def decide(self, now: float, arriving: bool) -> None:
+        """Admitted arrivals and the GPUs per job (timed together), placed and recorded."""
+        v = self.view
+        v.now = now
+        tick = _time.perf_counter()
+        gpus = self._allocate()
+        self.decision_seconds.append(self._admit_seconds + _time.perf_counter() - tick)
+        self._admit_seconds = 0.0
+        self._start(gpus, self.cache, self.shift, arriving=arriving)
+        v.decisions += 1
+        self._decided = self._state()
+
+    def next_time(self, now: float, arrival: float) -> float:
+        """max(now + Δ, the earliest of the policy's own request, the next arrival and the first
+        predicted completion or planned release); an error after ``stall_decisions`` decisions in
+        a row where jobs wait, none runs and nothing is to arrive."""
+        v, policy = self.view, self.policy
+        events = [policy.next_decision(v), arrival]
+        running = np.flatnonzero(v.gpus > 0)
+        if running.size:
+            released = policy.releases(v)
+            until = policy.runs_until(v)
+            self.runs_until = self._uncut if until is None else until
+            if released is None:
+                rate = v.rate(running, v.gpus[running])
+                due = self.overhead_due[running] + v.remaining[running] / rate
+                events.append(float(now + np.min(np.ceil(due - _EPS) if policy.whole_seconds else due)))
+            else:
+                v.release = released + self.overhead_due
+                events.append(float(np.nanmin(v.release[running], initial=np.inf)))
+            self.stalled = 0
+        elif not math.isfinite(arrival):
+            self.stalled += 1
+            if self.stalled >= self.config.stall_decisions:
+                active = v.active()
+                w = self.workload
+                raise SimulationError(
+                    f"{policy.name}: {active.size} job(s) wait but none can run for {self.stalled} decisions "
+                    f"(first: job {w.job_ids[active[0]]}, needs {int(v.requested[active[0]])} GPUs of "
+                    f"{w.total_gpus})")
+        upcoming = min(events)
+        end = max(now + self.config.slot, upcoming if np.isfinite(upcoming) else now + self.config.slot)
+        self.timeline.log(now, end, *self._decided)
+        return end
+
+    def status(self) -> tuple[int, int, float]:
+        v = self.view
+        return (int(np.count_nonzero(v.state >= JobState.DONE)), v.decisions,
+                self.decision_seconds[-1] if self.decision_seconds else 0.0)
+
+    def result(self, now: float) -> SimulationResult:
+        """The run's last decision, at ``now`` with nothing left to run, is taken and counted
+        like the others (so the timeline ends on the idle cluster), then the run is reported."""
+        self.decide(now, False)
+        self.timeline.log(now, now, *self._decided)
         v, w = self.view, self.workload
-        J = len(w)
-        arrival_order = np.argsort(w.submit, kind="stable")
-        next_arrival = 0
-        cache = RankSetCache()
-        shift = int(np.ceil(np.log2(w.total_gpus + 1))) + 1
-        timeline = _Timeline()
-        decision_seconds: list[float] = []
-        stalled = 0
-        t = float(w.submit[arrival_order[0]]) if J else 0.0
-        last = t
-        started = _time.perf_counter()
-        while True:
-            self._credit(last, t)
-            v.now = t
-            arrived_until = np.searchsorted(w.submit[arrival_order], t, side="right")
-            arrivals = arrival_order[next_arrival:arrived_until]
-            next_arrival = arrived_until
-            tick = _time.perf_counter()
-            if arrivals.size:
-                self._admit(arrivals)
-            gpus = self._allocate()
-            decision_seconds.append(_time.perf_counter() - tick)
-            self._start(gpus, cache, shift, arriving=next_arrival < J)
-            v.decisions += 1
-            self._record(timeline, t)
-            if progress is not None:
-                done = int(np.count_nonzero(v.state >= JobState.DONE))
-                progress(t, done, J, v.decisions, decision_seconds[-1])
-            active = v.active()
-            if next_arrival >= J and not active.size:
-                break
-            events = [self.policy.next_decision(v)]
-            if next_arrival < J:
-                events.append(float(w.submit[arrival_order[next_arrival]]))
-            running = np.flatnonzero(v.gpus > 0)
-            if running.size:
-                released = self.policy.releases(v)
-                until = self.policy.runs_until(v)
-                self.runs_until = self._uncut if until is None else until
-                if released is None:
-                    rate = v.rate(running, v.gpus[running])
-                    due = self.overhead_due[running] + v.remaining[running] / rate
-                    events.append(float(t + np.min(np.ceil(due - _EPS) if self.policy.whole_seconds else due)))
-                else:
-                    v.release = released + self.overhead_due
-                    events.append(float(np.nanmin(v.release[running], initial=np.inf)))
-                stalled = 0
-            elif next_arrival >= J:
-                stalled += 1
-                if stalled >= self.config.stall_decisions:
-                    raise SimulationError(
-                        f"{self.policy.name}: {active.size} job(s) wait but none can run for {stalled} decisions "
-                        f"(first: job {w.job_ids[active[0]]}, needs {int(v.requested[active[0]])} GPUs of "
-                        f"{w.total_gpus})")
-            upcoming = min(events)
-            last, t = t, max(t + self.config.slot, upcoming if np.isfinite(upcoming) else t + self.config.slot)
         return slot_result(
             workload=w, policy=self.policy, slot=self.config.slot, preset=self.config.preset,
             overhead=self.overhead, finish=self.finish,
             first_start=self.first_start, state=v.state.copy(), overhead_seconds=self.overhead_total,
-            timeline=timeline, decision_seconds=np.asarray(decision_seconds), decisions=v.decisions,
-            wall_seconds=_time.perf_counter() - started, unschedulable=self.unschedulable,
-            preemptions=self.preemptions, failed_leases=self.failed_leases,
-            redone_gpu_seconds=self.redone_gpu_seconds, failures=self.failures,
+            timeline=self.timeline, decision_seconds=np.asarray(self.decision_seconds), decisions=v.decisions,
+            wall_seconds=_time.perf_counter() - self.started, unschedulable=self.unschedulable,
+            preemptions=self.preemptions, failures=self.failures,
             work_done=w.iterations - v.remaining, runtime=v.executed, held_gpu_seconds=self.held_gpu_seconds,
         )
 
@@ -229,12 +245,9 @@ class SlotEngine:
         outcome = self.executor.execute(leases)
         outcome.check(leases)
         failed = outcome.failed
-        if failed.any():
-            self.failed_leases[jobs[failed]] += 1
-            self.redone_gpu_seconds += float((seconds[failed] * n[failed]).sum())
-            dead = jobs[failed & (self.failed_leases[jobs] >= MAX_FAILED_LEASES)]
-            for job in dead.tolist():
-                self.failures[job] = outcome.reasons[job]
+        dead = jobs[self.failures.record(leases, outcome)]
+        if dead.size:
+            self.failures.end(dead, self.workload.job_ids[dead], outcome)
             v.state[dead] = JobState.FAILED
             v.gpus[dead] = 0
         credited = np.where(outcome.steps >= planned, work, outcome.steps)
@@ -307,13 +320,11 @@ class SlotEngine:
         v.state[order] = np.where(gpus[order] > 0, JobState.RUNNING, JobState.PENDING)
         v.gpus[:] = gpus
 
-    def _record(self, timeline: _Timeline, t: float) -> None:
+    def _state(self) -> tuple[float, list, int, int]:
+        """What a decision leaves the cluster doing: its efficiency, GPUs busy, jobs running and queued."""
         v = self.view
         on = np.flatnonzero(v.gpus > 0)
         one = np.nan_to_num(v.rates[on, 0], nan=0.0)
         speedup = np.where(one > 0, v.rate(on, v.gpus[on]) / np.where(one > 0, one, 1.0), 0.0)
-        timeline.time.append(t)
-        timeline.busy.append(int(v.gpus.sum()))
-        timeline.efficiency.append(float(speedup.sum() / v.total_gpus))
-        timeline.running.append(int(on.size))
-        timeline.pending.append(int(np.count_nonzero(v.state == JobState.PENDING)))
+        return (float(speedup.sum() / v.total_gpus), [int(v.gpus.sum())], int(on.size),
+                int(np.count_nonzero(v.state == JobState.PENDING)))
