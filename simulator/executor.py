@@ -1,11 +1,12 @@
-"""Who runs a round's leases: the contract between the engine and an executor.
+"""Who runs an interval's leases: the contract between the engine and an executor.
 
-At the end of every round the engine hands its executor the round's :class:`Leases` (one
-entry per dispatched job, as parallel arrays) and credits the :class:`LeaseResults` it gets
-back: the steps each job actually did, and which leases failed and why. A failed lease
-credits no steps; a job whose leases failed :data:`MAX_FAILED_LEASES` times in all ends as
-failed. The simulated clock does not depend on the executor: a round lasts what the engine
-planned, whatever the executor reports.
+At the end of every interval (a round or a slot) the engine hands its executor the interval's
+:class:`Leases` (one entry per running job, as parallel arrays) and credits the
+:class:`LeaseResults` it gets back: the steps each job actually did, and which leases failed and
+why. A failed lease credits no steps; a job whose leases failed :data:`MAX_FAILED_LEASES` times in
+all ends as failed (:class:`FailedLeases` keeps the count for both clocks). The simulated clock
+does not depend on the executor: an interval lasts what the engine planned, whatever the executor
+reports.
 
 :class:`SimulatedExecutor` (the engine's default) does every planned step and never fails.
 """
