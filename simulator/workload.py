@@ -1,7 +1,7 @@
 """The one workload every trace reader yields: jobs, a cluster and a rate model.
 
 :class:`Jobs` is the one job model, one row per job whatever the trace's format: arrival (s); work
-and its unit (Gavel's steps, ElasticFlow's iterations); model and global batch size (0: named by the
+and its unit (Gavel's steps, ElasticFlow's iterations, Pollux's epochs); model and global batch size (0: named by the
 model, as Gavel's job types do); GPUs requested; priority weight; deadline kind
 (:class:`DeadlineKind`: best effort, strict or soft) with the deadline either absolute (ElasticFlow,
 ITP, Chronus) or a factor of the job's isolated run time (Gavel's SLO, made absolute once the rate
@@ -9,7 +9,8 @@ model is known: :meth:`simulator.round_view.RoundView.slo_deadlines`); the isola
 the trace gives one; how the job adapts its batch size (Shockwave's modes).
 
 :func:`read_jobs` reads any trace format, chosen from the file: Gavel's 10- and 7-column and
-Shockwave's 12-column tab-separated traces, ElasticFlow / ITP CSV, Chronus CSV. The file's own record
+Shockwave's 12-column tab-separated traces, ElasticFlow / ITP CSV, Chronus CSV, Pollux workload
+CSV. The file's own record
 (:attr:`Jobs.record`) is kept for what only that format holds (a Gavel job's command line, a Chronus
 job's deadline options) and to write the trace back.
 
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simulator.applications import MAX_EPOCHS
 from simulator.cluster import Cluster
 from simulator.elasticflow_traces import (
     CHRONUS_COLUMNS,
@@ -39,6 +41,7 @@ from simulator.elasticflow_traces import (
     read_deadline_trace,
 )
 from simulator.files import write_atomically
+from simulator.pollux_traces import POLLUX_COLUMNS, PolluxInputError, PolluxTrace, pollux_trace_text, read_pollux_trace
 from simulator.rates import RateModel
 from simulator.traces import Trace, TraceError, read_trace, trace_text
 
@@ -72,7 +75,7 @@ class Jobs:
     duration: np.ndarray
     mode: tuple[str, ...]
     source: str
-    record: Trace | DeadlineTrace | ChronusTrace
+    record: Trace | DeadlineTrace | ChronusTrace | PolluxTrace
     chronus_minutes: bool = True
 
     def __len__(self) -> int:
@@ -112,6 +115,22 @@ class Jobs:
                    kind=np.array([kinds[k] for k in trace.job_type], dtype=np.int8), deadline=trace.deadline,
                    slo=np.full(n, np.inf), duration=trace.duration, mode=("static",) * n, source=trace.source,
                    record=trace, chronus_minutes=minutes)
+
+    @classmethod
+    def from_pollux(cls, trace: PolluxTrace) -> Jobs:
+        """A Pollux workload: epochs of the job's application (its published training length), the
+        tuned GPUs and batch size as requested, best effort."""
+        unknown = sorted(set(trace.application) - set(MAX_EPOCHS))
+        if unknown:
+            raise PolluxInputError(f"{trace.source}: unknown application(s) {', '.join(unknown)}; known: "
+                                   f"{', '.join(MAX_EPOCHS)}")
+        n = len(trace)
+        return cls(ids=trace.names, arrival=trace.time, work=np.array([MAX_EPOCHS[a] for a in trace.application]),
+                   unit="epochs", model=trace.application, batch_size=trace.batch_size,
+                   requested=trace.num_replicas, weight=np.ones(n),
+                   kind=np.full(n, DeadlineKind.BEST_EFFORT, dtype=np.int8), deadline=np.full(n, np.inf),
+                   slo=np.full(n, np.inf), duration=np.full(n, np.nan), mode=("static",) * n, source=trace.source,
+                   record=trace)
 
     @property
     def best_effort(self) -> np.ndarray:
@@ -155,6 +174,8 @@ def jobs_text(jobs: Jobs) -> str:
         return trace_text(record)
     if isinstance(record, ChronusTrace):
         return chronus_trace_text(record, minutes=jobs.chronus_minutes)
+    if isinstance(record, PolluxTrace):
+        return pollux_trace_text(record)
     return deadline_trace_text(record)
 
 
@@ -165,8 +186,8 @@ def write_jobs(jobs: Jobs, path: str | os.PathLike) -> None:
 
 def read_jobs(path: str | os.PathLike, *, chronus_minutes: bool = True) -> Jobs:
     """Read a trace of any format (module doc): tab-separated lines are a Gavel trace, a CSV header
-    with Chronus's columns a Chronus trace (times in minutes unless ``chronus_minutes`` is False),
-    any other CSV an ElasticFlow / ITP trace."""
+    with Pollux's columns a Pollux workload, with Chronus's a Chronus trace (times in minutes unless
+    ``chronus_minutes`` is False), any other CSV an ElasticFlow / ITP trace."""
     src = os.fspath(path)
     try:
         with open(src, encoding="utf-8") as handle:
@@ -178,6 +199,8 @@ def read_jobs(path: str | os.PathLike, *, chronus_minutes: bool = True) -> Jobs:
     if "\t" in first or Path(src).suffix == ".trace":
         return Jobs.from_gavel(read_trace(src))
     header = {name.strip() for name in first.split(",")}
+    if set(POLLUX_COLUMNS) <= header:
+        return Jobs.from_pollux(read_pollux_trace(src))
     if set(CHRONUS_COLUMNS) <= header:
         return Jobs.from_chronus(read_chronus_trace(src, minutes=chronus_minutes), minutes=chronus_minutes)
     return Jobs.from_deadlines(read_deadline_trace(src))

@@ -13,6 +13,7 @@ from simulator.example_table import example_table
 from simulator.generator import generate_trace
 from simulator.iteration_tables import read_throughput_dir
 from simulator.node_cluster import read_cluster_spec
+from simulator.pollux_traces import PolluxInputError
 from simulator.rates import CurveRates, TableRates
 from simulator.round_view import WorkloadError
 from simulator.traces import TraceError, write_trace
@@ -69,6 +70,30 @@ def test_chronus_traces_read_into_the_job_model_and_round_trip(shared_data, tmp_
     assert_same_jobs(jobs, back, rtol=1e-12)
     np.testing.assert_array_equal(back.record.option_offsets, jobs.record.option_offsets)
     np.testing.assert_allclose(back.record.option_value, jobs.record.option_value)
+
+
+@pytest.mark.parametrize("folder", ["workloads", "workloads-0.5", "workloads-realistic"])
+def test_pollux_workloads_read_into_the_job_model_and_round_trip(shared_data, tmp_path, folder):
+    path = shared_data / "pollux" / folder / "workload-1.csv"
+    jobs = read_jobs(path)
+    assert jobs.unit == "epochs" and jobs.best_effort.all()
+    assert {int(w) for w in jobs.work} <= {2, 10, 50, 80, 90, 100}
+    np.testing.assert_array_equal(jobs.requested, jobs.record.num_replicas)
+    back = round_trip(jobs, tmp_path, "back.csv")
+    assert_same_jobs(jobs, back)
+    assert (tmp_path / "back.csv").read_text() == path.read_text()
+
+
+@pytest.mark.parametrize("line, message", [
+    ("a-0,12,cifar10,x,128", r"w.csv:3: column 'num_replicas': not an integer: 'x'"),
+    ("a-0,-4,cifar10,1,128", r"w.csv:3: column 'time': must be >= 0, got -4"),
+    ("a-0,12,cifar10,1", r"w.csv:3: expected 5 fields, got 4"),
+    ("a-0,12,resnet,1,128", r"w.csv: unknown application\(s\) resnet"),
+])
+def test_a_malformed_pollux_workload_names_file_line_and_column(tmp_path, line, message):
+    (tmp_path / "w.csv").write_text(f"name,time,application,num_replicas,batch_size\nb-1,0,ncf,1,256\n{line}\n")
+    with pytest.raises(PolluxInputError, match=message):
+        read_jobs(tmp_path / "w.csv")
 
 
 def test_a_generated_trace_round_trips_and_bad_input_is_one_clear_error(tmp_path):
