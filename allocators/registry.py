@@ -25,6 +25,8 @@ from allocators.gavel.fifo import Fifo, FifoPacked, FifoPerf
 from allocators.gavel.gandiva import Gandiva
 from allocators.gavel.isolated import Isolated
 from allocators.gavel.proportional import Proportional
+from allocators.pollux.optimus import OptimusOracle
+from allocators.pollux.tiresias import TiresiasPollux
 from allocators.pop import POP_SUFFIX, Partitioned
 from allocators.shockwave.gandiva_fair import GandivaFair
 from allocators.shockwave.policy import Shockwave
@@ -49,6 +51,7 @@ POLICIES: dict[str, type[Policy]] = {
 
 SLOT_POLICIES: dict[str, type[SlotPolicy]] = {cls.name: cls for cls in (
     EDF, EDFAccessControl, ElasticFlow, EFReplay, EFAccessReplay, GandivaEF, Tiresias, Themis, Chronus,
+    TiresiasPollux, OptimusOracle,
 )}
 
 ALL_POLICIES: dict[str, type[SchedulingPolicy]] = {**POLICIES, **SLOT_POLICIES}

@@ -8,6 +8,8 @@ the trace, no copies) and asks two things:
 - ``allocate(view) -> (J,) int``: GPUs each job holds until the next decision (0 = not running).
   Only active jobs (admitted, arrived, unfinished) may get GPUs, at most ``cap`` each, at most
   ``total_gpus`` together; elastic policies pick any allowed count, the others the requested one.
+  A policy that :attr:`SlotPolicy.places` returns ``(J, nodes) int`` instead: GPUs per job on
+  each node (at most ``gpus_per_node`` on a node), which the engine runs as given.
 
 ``next_decision(view)`` may ask for an extra decision (a planned scale change, a queue demotion).
 """
@@ -41,6 +43,8 @@ class Charge(str, Enum):
     ON_START = "on_start"
     #: every running job pays the uncached overhead at every decision while arrivals remain (Gandiva)
     FULL_WHILE_ARRIVING = "full_while_arriving"
+    #: a job whose GPUs change in any way (count or nodes, its first start included) pays (Pollux)
+    ON_PLACEMENT = "on_placement"
     NEVER = "never"
 
 
@@ -77,6 +81,12 @@ class JobsView:
     #: seconds of each decision interval a running job loses at least (the overhead model's base
     #: charge for policies charged at every decision; 0 otherwise)
     overhead_floor: float = 0.0
+    #: the trace's global batch size per job
+    batch_size: np.ndarray | None = None
+    #: (J, nodes) GPUs each job holds on each node since the last decision
+    nodes: np.ndarray | None = None
+    #: co-adaptive jobs (Pollux's model: epochs, batch choice, goodput) when the workload has them
+    coadaptive: object | None = None
 
     def active(self) -> np.ndarray:
         """Indices of admitted, arrived, unfinished jobs (pending or running)."""
@@ -121,6 +131,15 @@ class SlotPolicy(SchedulingPolicy):
     #: a job finishes at (and is judged on) the completion its last plan predicted
     #: (:meth:`runs_until`), however it ends (the published ``ef-accessctrl``)
     finish_at_plan: bool = False
+    #: :meth:`allocate` returns GPUs per job per node (the module doc), not GPUs per job
+    places: bool = False
+    #: seconds lost at each charged (re)start, as the policy's system published it (None: the
+    #: published ElasticFlow overhead model)
+    restart_seconds: float | None = None
+    #: co-adaptive jobs choose their batch size (Pollux) rather than keep the trace's
+    adaptive_batch: bool = False
+    #: the simulator settings (:mod:`simulator.engine.presets`) of the policy's system
+    preset: str = "elasticflow"
 
     def admit(self, view: JobsView, arrivals: np.ndarray) -> np.ndarray:
         return np.ones(len(arrivals), dtype=bool)

@@ -35,8 +35,9 @@ from simulator import (
 from simulator.engine import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
 from simulator.files import write_atomically
+from simulator.pollux_traces import is_pollux_workload
 from simulator.reports import check_output_path, write_allocation
-from simulator.simulate import EXAMPLE, default_solver
+from simulator.simulate import EXAMPLE, default_solver, simulate_pollux
 from simulator.simulate import simulate as run_simulation
 from simulator.throughputs import find_gavel_table
 from simulator.traces import read_trace, write_trace
@@ -305,10 +306,13 @@ def simulate_command(
         "(ElasticFlow's rule: uniform:0.5:1.5; seeded by --seed); every policy is judged by them.")),
     gpu_type: str | None = typer.Option(None, help=(
         "Deadline runs: A100 | T4, for ElasticFlow's published GPU caps [default: from --throughput-dir's name].")),
+    applications: Path | None = typer.Option(None, help=(
+        "Pollux workloads: the applications' measurements (<app>/placements.csv, validation-*.csv) "
+        "[default: traces/ beside the workload's folder].")),
 ) -> None:
-    """Replay a trace (Gavel, Shockwave, or with --cluster-spec and --throughput-dir an ElasticFlow / ITP
-    deadline trace), or a generated workload, under any policy (see `schedopt policies`) and report JCT,
-    makespan, utilization, fairness, deadlines and solver time."""
+    """Replay a trace (Gavel, Shockwave, a Pollux workload, or with --cluster-spec and --throughput-dir an
+    ElasticFlow / ITP deadline trace), or a generated workload, under any policy (see `schedopt policies`)
+    and report JCT, makespan, utilization, fairness, deadlines and solver time."""
     given = {"round_length": round_length, "reset_interval": reset_interval, "overhead": overhead}
     fields = {"gpus_per_server": gpus_per_server, "unconsolidated": unconsolidated, "seed": seed,
               "window": _window(window), "gavel_compat": gavel_compat,
@@ -328,6 +332,12 @@ def simulate_command(
                 solver=solver if solver != "auto" or policy in SLOT_POLICIES else default_solver(policy),
                 slot=slot, preset=preset, gpu_type=gpu_type, overhead=overhead, deadlines=deadlines, report=report,
                 round_config=round_config)
+        return show_result(result, out)
+    if trace is not None and is_pollux_workload(trace):
+        policy = policy or "tiresias"
+        with progress_bar(progress, "decisions") as report:
+            result = simulate_pollux(trace, applications, policy=policy, solver="highs" if solver == "auto" else solver,
+                                     slot=slot, preset=preset, progress=report)
         return show_result(result, out)
     policy = policy or "max_min_fairness_perf"
     sources = sum((trace is not None, generate is not None, example))

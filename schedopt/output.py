@@ -198,11 +198,18 @@ def hours(seconds: float) -> str:
 
 
 def print_deadline_summary(s: dict) -> None:
-    rows = [
+    deadlines = [
         ("deadline satisfactory ratio", f"{s['deadline_satisfactory_ratio']:.3f}"),
         ("deadline jobs: on time / late / declined",
          f"{s['finished_on_time']} / {s['finished_late']} / {s['declined']} of {s['deadline_jobs']}"),
         ("accepted", str(s["accepted"])),
+    ] if s["deadline_jobs"] else [
+        ("jobs completed", f"{s['jobs_completed']} of {s['jobs']}"),
+        ("JCT mean / median / p99", f"{s['average_jct']:,.1f} s / {s['median_jct']:,.1f} s / {s['p99_jct']:,.1f} s"),
+        ("makespan", f"{s['makespan']:,.1f} s"),
+    ]
+    rows = [
+        *deadlines,
         ("best-effort jobs: average JCT",
          f"{s['best_effort_average_jct']:,.1f} s" if s["best_effort_jobs"] else "-"),
         ("cluster efficiency (time average)", f"{s['cluster_efficiency_mean']:.3f}"),

@@ -35,6 +35,16 @@ class PolluxTrace:
         return len(self.time)
 
 
+def is_pollux_workload(path: str | os.PathLike) -> bool:
+    """Whether the file's first line is a Pollux workload's header."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            first = f.readline()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return set(POLLUX_COLUMNS) <= {c.strip() for c in first.split(",")}
+
+
 def read_pollux_trace(path: str | os.PathLike) -> PolluxTrace:
     """Read a Pollux workload; a bad line is one :class:`PolluxInputError` naming file, line, column."""
     src = os.fspath(path)

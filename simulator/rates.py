@@ -17,12 +17,13 @@ Each clock reads its own dense view of the rate model once per run (:mod:`simula
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 from simulator.adaptation import job_type_at, split_job_type
+from simulator.coadaptive import CoAdaptiveJobs
 from simulator.iteration_tables import IterationTable
 from simulator.throughputs import ThroughputTable
 
@@ -105,4 +106,41 @@ class CurveRates:
         return values[index]
 
 
-__all__ = ["CurveRates", "RateModel", "TableRates"]
+@dataclass(frozen=True)
+class GoodputRates(CurveRates):
+    """Pollux's measured applications (:mod:`simulator.applications`): jobs progress as co-adaptive
+    jobs (:mod:`simulator.coadaptive`); the curves, epochs per second at a job's trace batch size on
+    n GPUs packed on full nodes, are what policies that plan by a table read."""
+
+    apps: dict = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, apps: dict, models, batch_sizes, max_gpus: int, gpus_per_node: int) -> GoodputRates:
+        """Curves for the (application, batch size) pairs of ``models`` / ``batch_sizes`` on 1..``max_gpus``."""
+        unknown = sorted(set(models) - set(apps))
+        if unknown:
+            raise ValueError(f"no measurements for application(s) {', '.join(unknown)} (known: {', '.join(apps)})")
+        counts = np.arange(1, max_gpus + 1)
+        pairs = sorted({(m, int(b)) for m, b in zip(models, batch_sizes, strict=True)})
+        batch_rows: dict[str, list] = {}
+        rate_rows: dict[str, list] = {}
+        for model, batch in pairs:
+            app = apps[model]
+            probe = CoAdaptiveJobs([app], np.array([batch]))
+            iterations = app.iterations_at(batch, app.max_epochs - 1)
+            curve = np.full(counts.size, np.nan)
+            for k, n in enumerate(counts):
+                if n * app.min_local <= batch:
+                    try:
+                        curve[k] = app.max_epochs / (iterations * probe.packed_step_seconds(0, int(n), batch,
+                                                                                              gpus_per_node))
+                    except ValueError:
+                        pass
+            batch_rows.setdefault(model, []).append(batch)
+            rate_rows.setdefault(model, []).append(curve)
+        table = IterationTable("pollux applications", counts, {m: np.array(b) for m, b in batch_rows.items()},
+                               {m: np.array(r) for m, r in rate_rows.items()})
+        return cls(table, None, dict(apps))
+
+
+__all__ = ["CurveRates", "GoodputRates", "RateModel", "TableRates"]

@@ -13,9 +13,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from allocators import ProgramClass, make_policy
 from allocators.registry import SLOT_POLICIES, make_slot_policy, policy_class
 from optim import SolveOptions
+from simulator.applications import read_applications
 from simulator.cluster import Cluster, parse_cluster, parse_prices
 from simulator.elasticflow_traces import DeadlineTrace
 from simulator.engine import Engine, Progress, SimulationConfig, SlotConfig
@@ -27,7 +30,8 @@ from simulator.iteration_tables import IterationTable, read_throughput_dir
 from simulator.metrics import SimulationResult
 from simulator.node_cluster import NodeCluster, read_cluster_spec
 from simulator.overheads import OverheadModel
-from simulator.rates import CurveRates, TableRates
+from simulator.pollux_traces import POLLUX_COLUMNS, PolluxTrace
+from simulator.rates import CurveRates, GoodputRates, TableRates
 from simulator.slot_view import SlotView
 from simulator.throughputs import ThroughputTable, read_gavel_json
 from simulator.traces import Trace, read_trace
@@ -212,20 +216,54 @@ def simulate_deadlines(
                policy_params=policy_params, executor=executor, slot=slot, overhead=overhead, preset=preset)
 
 
+#: Pollux's published cluster: 16 nodes of 4 GPUs
+POLLUX_CLUSTER = (16, 4)
+
+
+def find_applications(trace: str | os.PathLike) -> Path | None:
+    """Pollux's application measurements beside a workload: ``traces/`` next to its folder (the
+    artifact's layout, ``workloads*/`` and ``traces/`` side by side)."""
+    folder = Path(trace).resolve().parent.parent / "traces"
+    return folder if folder.is_dir() else None
+
+
+def simulate_pollux(trace: str | os.PathLike, applications: str | os.PathLike | None = None, *,
+                    policy: str = "tiresias", nodes: int = POLLUX_CLUSTER[0], gpus_per_node: int = POLLUX_CLUSTER[1],
+                    solver: str = "highs", options: SolveOptions | None = None, slot: float | None = None,
+                    preset: str | None = None, progress: Progress | None = None, executor=None,
+                    **policy_params) -> SimulationResult:
+    """Replay a Pollux workload (``workloads*/workload-N.csv``) on ``nodes`` × ``gpus_per_node`` GPUs
+    under ``policy``, its jobs following Pollux's co-adaptive model of their applications measured
+    in ``applications`` (default: :func:`find_applications`)."""
+    jobs = read_jobs(trace)
+    if not isinstance(jobs.record, PolluxTrace):
+        raise ValueError(f"{trace}: not a Pollux workload (columns {', '.join(POLLUX_COLUMNS)})")
+    folder = applications if applications is not None else find_applications(trace)
+    if folder is None:
+        raise ValueError(f"{trace}: no application measurements found beside it (traces/ next to its folder); "
+                         f"give --applications DIR")
+    apps = read_applications(folder)
+    total = nodes * gpus_per_node
+    rates = GoodputRates.build(apps, jobs.model, jobs.batch_size, total, gpus_per_node)
+    workload = Workload(jobs, Cluster(("gpu",), np.array([total]), gpus_per_node), rates)
+    return run(workload, policy=policy, solver=solver, options=options, progress=progress,
+               policy_params=policy_params, executor=executor, slot=slot, preset=preset)
+
+
 def run_slot_view(view: SlotView, policy: str, solver: str, options: SolveOptions | None, slot: float | None,
                   overhead: OverheadModel | None = None, progress: Progress | None = None,
                   notes: list[str] | None = None, executor=None, preset: str | None = None,
                   **policy_params) -> SimulationResult:
     """``policy`` on the slot clock's ``view``, slots of ``slot`` seconds (None: the ``preset``'s,
-    default ElasticFlow's 60 s); ``notes`` go to the summary's notes."""
-    name = preset or "elasticflow"
-    length = get_preset(name).slot if slot is None else slot
+    default the policy's system's); ``notes`` go to the summary's notes."""
     pol = make_slot_policy(policy, solver, options, **policy_params)
-    config = SlotConfig(slot=length, overhead=overhead, preset=name)
+    name = preset or pol.preset
+    length = get_preset(name).slot if slot is None else slot
+    config = SlotConfig(slot=length, overhead=overhead, preset=name, grid=get_preset(name).grid)
     result = Engine(view, pol, config, executor=executor).run(progress)
     result.summary["notes"] = [*(notes or []), *result.summary["notes"]]
     return result
 
 
-__all__ = ["EXAMPLE", "GPU_TYPES", "default_solver", "example_workload", "gpu_type_of", "run", "run_slot_view",
-           "simulate", "simulate_deadlines"]
+__all__ = ["EXAMPLE", "GPU_TYPES", "POLLUX_CLUSTER", "default_solver", "example_workload", "find_applications",
+           "gpu_type_of", "run", "run_slot_view", "simulate", "simulate_deadlines", "simulate_pollux"]

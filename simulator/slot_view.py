@@ -24,10 +24,12 @@ class SlotView:
     gpu_type: str | None = None
     #: the worker type's name in the run's outputs (``gpu_seconds_<type>``, ``busy_<type>``)
     worker_type: str = "gpu"
+    #: per job, its measured application when the jobs are co-adaptive (:mod:`simulator.coadaptive`)
+    applications: tuple | None = None
 
     @classmethod
     def build(cls, trace: DeadlineTrace, cluster: NodeCluster, table: IterationTable,
-              gpu_type: str | None = None, worker_type: str | None = None) -> SlotView:
+              gpu_type: str | None = None, worker_type: str | None = None, applications=None) -> SlotView:
         rates = table.curves(trace.model, trace.batch_size)
         counts = table.gpu_counts
         col = np.searchsorted(counts, trace.num_gpus)
@@ -36,7 +38,7 @@ class SlotView:
             j = int(np.argmax(bad))
             raise DeadlineInputError(f"{trace.source}: job {trace.job_ids[j]} requests {trace.num_gpus[j]} GPUs; "
                                      f"the tables in {table.directory} have columns {', '.join(map(str, counts))}")
-        return cls(trace, cluster, table, rates, gpu_type, worker_type or gpu_type or "gpu")
+        return cls(trace, cluster, table, rates, gpu_type, worker_type or gpu_type or "gpu", applications)
 
     def __len__(self) -> int:
         return len(self.trace)

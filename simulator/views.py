@@ -27,7 +27,7 @@ from simulator.cluster import Cluster
 from simulator.elasticflow_traces import DeadlineTrace
 from simulator.iteration_tables import IterationTable
 from simulator.node_cluster import NodeCluster
-from simulator.rates import CurveRates, TableRates
+from simulator.rates import CurveRates, GoodputRates, TableRates
 from simulator.round_view import RoundView, WorkloadError, build_round_view
 from simulator.slot_view import SlotView
 from simulator.throughputs import ThroughputTable
@@ -99,7 +99,9 @@ def slot_view(workload: Workload, gpus_per_server: int | None, policy: str) -> S
 def _curve_view(workload: Workload, per_node: int) -> SlotView:
     cluster, rates = workload.cluster, workload.rates
     nodes = NodeCluster(1, int(cluster.gpus[0]) // per_node, per_node, 1, 1)
-    return SlotView.build(workload.jobs.deadline_trace(), nodes, rates.table, rates.gpu_type, cluster.worker_types[0])
+    apps = tuple(rates.apps[m] for m in workload.jobs.model) if isinstance(rates, GoodputRates) else None
+    return SlotView.build(workload.jobs.deadline_trace(), nodes, rates.table, rates.gpu_type, cluster.worker_types[0],
+                          apps)
 
 
 def _as_round_inputs(workload: SlotView) -> tuple[Trace, Cluster, ThroughputTable]:

@@ -19,7 +19,7 @@ def test_the_round_defaults_are_gavels_and_shockwave_is_its_preset():
     assert (sw.round_length, sw.reset_interval, sw.overhead, sw.max_runtime_factor, sw.preset, sw.seed) == \
         (120.0, 1000.0, 20.0, 1.5, "shockwave", 3)
     assert SimulationConfig.from_preset("shockwave", round_length=200.0).round_length == 200.0
-    with pytest.raises(ValueError, match="unknown preset 'slurm'; known: gavel, shockwave, elasticflow"):
+    with pytest.raises(ValueError, match="unknown preset 'slurm'; known: gavel, shockwave, elasticflow, pollux"):
         SimulationConfig.from_preset("slurm")
 
 

@@ -23,6 +23,9 @@ class Clock(Protocol):
     #: every job's arrival time (s), in trace order
     arrivals: np.ndarray
 
+    def start(self, first_arrival: float) -> float:
+        """The first decision point, given the first arrival."""
+
     def credit(self, start: float, end: float) -> None:
         """Credit the leases of the interval [start, end] through the executor."""
 

@@ -52,7 +52,7 @@ class Engine:
         order = np.argsort(clock.arrivals, kind="stable")
         times = clock.arrivals[order].tolist()
         J = order.size
-        now = float(times[0]) if J else 0.0
+        now = clock.start(float(times[0]) if J else 0.0)
         last, pending = now, 0
         while True:
             clock.credit(last, now)

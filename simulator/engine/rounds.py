@@ -175,6 +175,9 @@ class Rounds:
         self.shuffler.shuffle(order)
         return order
 
+    def start(self, first_arrival: float) -> float:
+        return first_arrival
+
     def credit(self, start: float, end: float) -> None:
         """The round that ends at ``end`` finishes (``start`` is its start; with ``gavel_compat``,
         the end of the previous round)."""

@@ -33,6 +33,7 @@ import numpy as np
 
 from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
 from simulator.buddy import RankSetCache, place
+from simulator.coadaptive import CoAdaptiveJobs
 from simulator.engine.clock import SimulationError
 from simulator.executor import Executor, FailedLeases, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
@@ -45,15 +46,17 @@ _EPS = 1e-9
 
 @dataclass(frozen=True)
 class SlotConfig:
-    """Slot length Δ (s), the overhead model (None: the published one for the cluster), and a
-    stall guard: stop with an error after this many decisions in a row where active jobs exist
-    but none can run and nothing is due to arrive."""
+    """Slot length Δ (s), the overhead model (None: the policy's published one), a stall guard:
+    stop with an error after this many decisions in a row where active jobs exist but none can
+    run and nothing is due to arrive; and whether decisions keep to the slot grid."""
 
     slot: float = 60.0
     overhead: OverheadModel | None = None
     #: the preset the slot length came from (:mod:`simulator.engine.presets`), for the summary
     preset: str = "elasticflow"
     stall_decisions: int = 1000
+    #: decide only at multiples of the slot, on no event (Pollux's fixed scheduling interval)
+    grid: bool = False
 
     def __post_init__(self) -> None:
         if not self.slot > 0:
@@ -74,7 +77,16 @@ class Slots:
         self.policy = policy
         self.config = config or SlotConfig()
         w = workload
-        self.overhead = self.config.overhead or OverheadModel.published(w.total_gpus, self.config.slot)
+        self.overhead = self.config.overhead or (
+            OverheadModel.published(w.total_gpus, self.config.slot) if policy.restart_seconds is None
+            else OverheadModel(base=policy.restart_seconds, step=0.0, restart=0.0))
+        self.coadaptive = None
+        if w.applications is not None:
+            if not self._simulated:
+                raise ValueError("co-adaptive jobs (Pollux's model) run in simulation only, not on an executor")
+            self.coadaptive = CoAdaptiveJobs.for_policy(list(w.applications), w.trace.batch_size,
+                                                        policy.adaptive_batch)
+        self.nodes = np.zeros((len(w), w.cluster.num_nodes), dtype=np.int64)
         rates = w.duration_rates() if policy.duration_based else w.rates
         cap = w.caps(policy.caps) if policy.elastic else w.requested
         J = len(w)
@@ -86,6 +98,7 @@ class Slots:
             requested=w.requested, duration=w.duration, cap=cap, rates=rates, gpus=np.zeros(J, dtype=np.int64),
             executed=np.zeros(J), attained=np.zeros(J), release=np.full(J, np.nan),
             overhead_floor=self.overhead.base if policy.charge is Charge.EVERY_DECISION else 0.0,
+            batch_size=w.trace.batch_size, nodes=self.nodes, coadaptive=self.coadaptive,
         )
         self.finish = np.full(J, np.nan)
         self.first_start = np.full(J, np.nan)
@@ -108,8 +121,17 @@ class Slots:
         self.stalled = 0
         self.started = _time.perf_counter()
 
+    def start(self, first_arrival: float) -> float:
+        """The first decision: at the first arrival, on the grid at the first slot boundary after it."""
+        if self.config.grid:
+            return math.ceil(first_arrival / self.config.slot - _EPS) * self.config.slot
+        return first_arrival
+
     def credit(self, start: float, end: float) -> None:
-        self._credit(start, end)
+        if self.coadaptive is not None:
+            self._credit_coadaptive(start, end)
+        else:
+            self._credit(start, end)
 
     def admit(self, jobs: np.ndarray, now: float) -> None:
         tick = _time.perf_counter()
@@ -140,6 +162,11 @@ class Slots:
         v, policy = self.view, self.policy
         events = [policy.next_decision(v), arrival]
         running = np.flatnonzero(v.gpus > 0)
+        if self.config.grid:
+            self._stall_guard(running.size > 0, arrival)
+            end = (math.floor(now / self.config.slot + _EPS) + 1) * self.config.slot
+            self.timeline.log(now, end, *self._decided)
+            return end
         if running.size:
             released = policy.releases(v)
             until = policy.runs_until(v)
@@ -151,20 +178,24 @@ class Slots:
             else:
                 v.release = released + self.overhead_due
                 events.append(float(np.nanmin(v.release[running], initial=np.inf)))
-            self.stalled = 0
-        elif not math.isfinite(arrival):
-            self.stalled += 1
-            if self.stalled >= self.config.stall_decisions:
-                active = v.active()
-                w = self.workload
-                raise SimulationError(
-                    f"{policy.name}: {active.size} job(s) wait but none can run for {self.stalled} decisions "
-                    f"(first: job {w.job_ids[active[0]]}, needs {int(v.requested[active[0]])} GPUs of "
-                    f"{w.total_gpus})")
+        self._stall_guard(running.size > 0, arrival)
         upcoming = min(events)
         end = max(now + self.config.slot, upcoming if np.isfinite(upcoming) else now + self.config.slot)
         self.timeline.log(now, end, *self._decided)
         return end
+
+    def _stall_guard(self, running: bool, arrival: float) -> None:
+        if running:
+            self.stalled = 0
+        elif not math.isfinite(arrival):
+            self.stalled += 1
+            if self.stalled >= self.config.stall_decisions:
+                v, w = self.view, self.workload
+                active = v.active()
+                raise SimulationError(
+                    f"{self.policy.name}: {active.size} job(s) wait but none can run for {self.stalled} decisions "
+                    f"(first: job {w.job_ids[active[0]]}, needs {int(v.requested[active[0]])} GPUs of "
+                    f"{w.total_gpus})")
 
     def status(self) -> tuple[int, int, float]:
         v = self.view
@@ -228,6 +259,31 @@ class Slots:
         v.state[done] = JobState.DONE
         v.gpus[done] = 0
 
+    def _credit_coadaptive(self, start: float, end: float) -> None:
+        """Co-adaptive jobs (:mod:`simulator.coadaptive`) run [start, end] after their overhead,
+        epoch by epoch; a job completes at the end of its last epoch."""
+        v, ca = self.view, self.coadaptive
+        jobs = np.flatnonzero(v.gpus > 0)
+        if not jobs.size or end <= start:
+            return
+        span = end - start
+        lost = np.minimum(self.overhead_due[jobs], span)
+        took = np.array([ca.advance(j, span - x) for j, x in zip(jobs.tolist(), lost.tolist(), strict=True)])
+        finishing = ~np.isnan(took)
+        ran = np.where(finishing, took, span - lost)
+        n = v.gpus[jobs]
+        v.remaining[jobs] = v.iterations[jobs] - ca.epochs_done()[jobs]
+        v.executed[jobs] += ran
+        v.attained[jobs] += (ran + lost) * n
+        self.held_gpu_seconds[jobs] += (ran + lost) * n
+        self.overhead_total[jobs] += lost
+        self.overhead_due[jobs] -= lost
+        done = jobs[finishing]
+        v.remaining[done] = 0.0
+        self.finish[done] = start + lost[finishing] + took[finishing]
+        v.state[done] = JobState.DONE
+        v.gpus[done] = 0
+
     def _execute(self, start: float, jobs: np.ndarray, n: np.ndarray, rate: np.ndarray, lost: np.ndarray,
                  seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The interval's leases run by the executor: (iterations credited, failed) per job. A lease
@@ -267,6 +323,8 @@ class Slots:
 
     def _allocate(self) -> np.ndarray:
         v = self.view
+        if self.policy.places:
+            return self._node_plan()
         gpus = np.asarray(self.policy.allocate(v), dtype=np.int64)
         active = np.zeros(len(gpus), dtype=bool)
         active[v.active()] = True
@@ -286,12 +344,39 @@ class Slots:
             raise SimulationError(f"{self.policy.name} allocated {int(gpus.sum())} GPUs of {v.total_gpus}")
         return gpus
 
+    def _node_plan(self) -> np.ndarray:
+        """The policy's GPUs per job per node, checked: active jobs only, no node over its GPUs."""
+        v, name = self.view, self.policy.name
+        plan = np.asarray(self.policy.allocate(v), dtype=np.int64)
+        if plan.shape != self.nodes.shape or (plan < 0).any():
+            raise SimulationError(f"{name} returned a plan of shape {plan.shape}; expected {self.nodes.shape} "
+                                  f"GPU counts >= 0 (jobs x nodes)")
+        active = np.zeros(len(plan), dtype=bool)
+        active[v.active()] = True
+        bad = np.flatnonzero(plan.any(axis=1) & ~active)
+        if bad.size:
+            raise SimulationError(f"{name} gave GPUs to job {self.workload.job_ids[bad[0]]}, "
+                                  f"which is not active ({JobState(v.state[bad[0]]).name})")
+        over = np.flatnonzero(plan.sum(axis=0) > v.gpus_per_node)
+        if over.size:
+            raise SimulationError(f"{name} put {int(plan[:, over[0]].sum())} GPUs on node {int(over[0])} of "
+                                  f"{v.gpus_per_node}")
+        self._plan = plan
+        return plan.sum(axis=1)
+
     def _start(self, gpus: np.ndarray, cache: RankSetCache, shift: int, arriving: bool) -> None:
         """Place the new allocation, charge overheads, update states."""
         v = self.view
         order = v.active()
-        first, placed = place(gpus, self.policy.placement_order(v, gpus), v.gpus_per_node, v.total_gpus)
-        gpus = np.where(placed, gpus, 0)
+        plan = self._plan if self.policy.places else None
+        if plan is None:
+            first, placed = place(gpus, self.policy.placement_order(v, gpus), v.gpus_per_node, v.total_gpus)
+            gpus = np.where(placed, gpus, 0)
+            if self.coadaptive is not None or self.policy.charge is Charge.ON_PLACEMENT:
+                plan = _node_rows(first, gpus, v.gpus_per_node, self.nodes.shape[1])
+        else:
+            first = np.full(len(gpus), -1)
+        moved = order[(plan[order] != self.nodes[order]).any(axis=1)] if plan is not None else order[:0]
         restart = self.overhead.is_restart(v.decisions)
         on = np.flatnonzero(gpus > 0)
         cached = cache.lookup_and_add(first[on], gpus[on], shift)
@@ -309,6 +394,9 @@ class Slots:
         elif charge is Charge.ON_CHANGE:
             changed = v.gpus[on] != gpus[on]
             due, cached = on[changed], cached[changed]
+        elif charge is Charge.ON_PLACEMENT:
+            due = np.intersect1d(on, moved)
+            cached = np.zeros(due.size, dtype=bool)
         else:
             due = on[:0]
             cached = cached[:0]
@@ -319,6 +407,11 @@ class Slots:
         self.first_start[fresh] = v.now
         v.state[order] = np.where(gpus[order] > 0, JobState.RUNNING, JobState.PENDING)
         v.gpus[:] = gpus
+        if plan is not None:
+            self.nodes[:] = plan
+        if self.coadaptive is not None:
+            for j in moved.tolist():
+                self.coadaptive.reallocate(j, plan[j])
 
     def _state(self) -> tuple[float, list, int, int]:
         """What a decision leaves the cluster doing: its efficiency, GPUs busy, jobs running and queued."""
@@ -328,3 +421,13 @@ class Slots:
         speedup = np.where(one > 0, v.rate(on, v.gpus[on]) / np.where(one > 0, one, 1.0), 0.0)
         return (float(speedup.sum() / v.total_gpus), [int(v.gpus.sum())], int(on.size),
                 int(np.count_nonzero(v.state == JobState.PENDING)))
+
+
+def _node_rows(first: np.ndarray, gpus: np.ndarray, per_node: int, nodes: int) -> np.ndarray:
+    """(J, nodes) GPUs per node of jobs placed on consecutive ranks from ``first`` (-1: none)."""
+    rows = np.zeros((len(gpus), nodes), dtype=np.int64)
+    for j in np.flatnonzero(gpus > 0).tolist():
+        ranks = np.arange(first[j], first[j] + gpus[j])
+        np.add.at(rows[j], ranks // per_node, 1)
+    return rows
+

@@ -1,0 +1,94 @@
+"""Pollux's artifact: its policies on its eight workloads, against the published simulator's results.
+
+    python -m benchmarks.pollux --data ../shared/data [--policies tiresias optimus] [--load 1.0]
+                                [--workers 2]
+
+Each workload (``pollux/workloads*/workload-N.csv``, 160 jobs at load 1.0) runs on Pollux's
+cluster (16 nodes × 4 GPUs) with its settings (60 s scheduling interval, 30 s restart delay), the
+jobs following Pollux's co-adaptive model of the measured applications (``pollux/traces``). The
+published average JCT per workload is ``results-jobload/<policy>-<load>/summary.json`` (the
+artifact's runs; Optimus+Oracle and Tiresias with the workload's tuned jobs). Writes
+``benchmarks/results/pollux.csv``: per (policy, workload) the average JCT, the published one and
+their relative difference, the makespan, decisions and wall time, and per policy a ``mean`` row
+(the mean over the workloads, as the published summary's ``mean``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from simulator.simulate import simulate_pollux
+
+from .rows import write_rows
+
+POLICIES = ("tiresias", "optimus")
+LOADS = {"1.0": "workloads", "0.5": "workloads-0.5", "1.5": "workloads-1.5", "2.0": "workloads-2.0"}
+#: what the published results call each policy
+PUBLISHED_NAME = {"tiresias": "tiresias", "optimus": "optimus", "pollux": "pollux"}
+
+
+def run_one(data: Path, load: str, policy: str, workload: str) -> dict:
+    tic = time.perf_counter()
+    result = simulate_pollux(data / "pollux" / LOADS[load] / f"{workload}.csv", policy=policy)
+    s = result.summary
+    published = _published(data, policy, load).get(workload)
+    return {"load": load, "workload": workload, "policy": policy, "jobs": s["jobs"],
+            "completed": s["jobs_completed"], "average_jct": round(s["average_jct"], 4),
+            "published": "" if published is None else round(published, 4),
+            "diff": "" if published is None else round(s["average_jct"] / published - 1, 5),
+            "makespan": round(s["makespan"], 1), "decisions": s["decisions"],
+            "wall_s": round(time.perf_counter() - tic, 2)}
+
+
+def _published(data: Path, policy: str, load: str) -> dict:
+    path = data / "pollux" / "results-jobload" / f"{PUBLISHED_NAME[policy]}-{load}" / "summary.json"
+    return json.loads(path.read_text())["avgs"] if path.exists() else {}
+
+
+def mean_rows(rows: list[dict]) -> list[dict]:
+    """One ``mean`` row per (load, policy): the mean average JCT over its workloads and the published mean."""
+    out = []
+    for key in dict.fromkeys((r["load"], r["policy"]) for r in rows):
+        group = [r for r in rows if (r["load"], r["policy"]) == key]
+        ours = sum(r["average_jct"] for r in group) / len(group)
+        published = [r["published"] for r in group if r["published"] != ""]
+        pub = sum(published) / len(published) if len(published) == len(group) else None
+        out.append({**{k: "" for k in group[0]}, "load": key[0], "workload": "mean", "policy": key[1],
+                    "jobs": sum(r["jobs"] for r in group), "completed": sum(r["completed"] for r in group),
+                    "average_jct": round(ours, 4), "published": "" if pub is None else round(pub, 4),
+                    "diff": "" if pub is None else round(ours / pub - 1, 5),
+                    "wall_s": round(sum(r["wall_s"] for r in group), 2)})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.pollux", description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
+    parser.add_argument("--load", default="1.0", choices=sorted(LOADS))
+    parser.add_argument("--workloads", nargs="+", default=[f"workload-{i}" for i in range(1, 9)])
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/pollux.csv"))
+    args = parser.parse_args(argv)
+    runs = [(p, w) for p in args.policies for w in args.workloads]
+    tic = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        rows = list(pool.map(run_one, *zip(*[(args.data, args.load, p, w) for p, w in runs], strict=True)))
+    for r in rows:
+        print(f"{r['policy']} {r['workload']}: average JCT {r['average_jct']:,.1f} s (published "
+              f"{r['published'] or '-'}), {r['wall_s']} s", flush=True)
+    means = mean_rows(rows)
+    for m in means:
+        print(f"{m['policy']} mean over {len(args.workloads)} workloads: {m['average_jct']:,.1f} s "
+              f"(published {m['published'] or '-'}, {m['diff'] or '-'})")
+    write_rows(rows + means, args.out)
+    print(f"{len(rows)} runs, {time.perf_counter() - tic:.0f} s elapsed with {args.workers} worker(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

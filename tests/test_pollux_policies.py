@@ -1,0 +1,86 @@
+"""Pollux's co-adaptive job model on the one engine, and the baselines of Pollux's artifact against
+its published results."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from allocators.pollux.placement import PolluxSystemPolicy, fill_most_free
+from allocators.slot_plans import JobsView
+from simulator.applications import read_application
+from simulator.coadaptive import CoAdaptiveJobs
+from simulator.simulate import simulate_pollux
+
+
+def _published(shared_data, policy: str, workload: str) -> float:
+    summary = json.loads((shared_data / "pollux" / "results-jobload" / f"{policy}-1.0" / "summary.json").read_text())
+    return summary["avgs"][workload]
+
+
+def test_a_fixed_batch_job_runs_each_epoch_in_its_measured_time_rounded(shared_data):
+    bert = read_application(shared_data / "pollux" / "traces" / "bert")
+    jobs = CoAdaptiveJobs([bert], np.array([12]))
+    jobs.reallocate(0, (1,))
+    assert (jobs.atomic[0], jobs.accum[0]) == (12, 0)
+    step, _ = bert.step_time((1,), 12)
+    epoch = [round(bert.boundaries[1] / (1 / step)), round((bert.boundaries[2] - bert.boundaries[1]) / (1 / step))]
+    assert jobs.advance(0, 10 ** 9) == sum(epoch)
+    assert jobs.done[0] and jobs.epochs_done()[0] == 2
+
+
+def test_an_adaptive_job_profiles_fits_and_may_double_its_gpus(shared_data):
+    cifar = read_application(shared_data / "pollux" / "traces" / "cifar10")
+    jobs = CoAdaptiveJobs.for_policy([cifar], np.array([2048]), adaptive=True)
+    assert jobs.max_replicas(0) == 1 and jobs.perf[0] is None
+    jobs.reallocate(0, (2,))
+    assert jobs.batch(0) == max(cifar.init_batch, 2 * cifar.min_local)
+    jobs.advance(0, 60)
+    assert jobs.perf[0] is not None and jobs.max_replicas(0) == 4
+    assert np.isfinite(jobs.speedups(0, np.array([1, 2]), np.array([4, 8]), 4)).all()
+
+
+class _Mover(PolluxSystemPolicy):
+    """Runs every active job on one GPU, on another node at each decision."""
+
+    name = "mover"
+
+    def allocate(self, view: JobsView) -> np.ndarray:
+        plan = np.zeros_like(view.nodes)
+        for j in view.active().tolist():
+            plan[j, (view.decisions + j) % plan.shape[1]] = 1
+        return plan
+
+
+def test_a_job_moved_at_every_decision_pays_the_restart_delay_each_time(shared_data, tmp_path, monkeypatch):
+    from allocators import registry
+
+    monkeypatch.setitem(registry.SLOT_POLICIES, "mover", _Mover)
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "w.csv").write_text("name,time,application,num_replicas,batch_size\n"
+                                                  "bert-0,0,bert,1,12\n")
+    (tmp_path / "traces").symlink_to(shared_data / "pollux" / "traces")
+    moved = simulate_pollux(tmp_path / "workloads" / "w.csv", policy="mover")
+    still = simulate_pollux(tmp_path / "workloads" / "w.csv", policy="tiresias")
+    intervals = still.summary["decisions"] - 1
+    assert still.jobs["overhead_seconds"][0] == 30.0
+    assert moved.jobs["overhead_seconds"][0] >= 30.0 * (intervals + 1)
+    assert moved.jobs["jct"][0] > still.jobs["jct"][0] + 30.0 * intervals
+
+
+def test_fill_most_free_takes_the_emptiest_nodes_first():
+    free = np.array([2, 4, 1, 4])
+    assert fill_most_free(free, 6).tolist() == [0, 4, 0, 2]
+    assert free.tolist() == [2, 0, 1, 2]
+    with pytest.raises(ValueError, match="no free GPU"):
+        fill_most_free(np.zeros(2, dtype=np.int64), 1)
+
+
+@pytest.mark.parametrize("policy, rel", [("tiresias", 1e-9), ("optimus", 1e-3)])
+def test_the_baselines_reproduce_the_published_simulator_on_workload_6(shared_data, policy, rel):
+    result = simulate_pollux(shared_data / "pollux" / "workloads" / "workload-6.csv", policy=policy)
+    assert result.summary["jobs_completed"] == 160
+    assert result.summary["average_jct"] == pytest.approx(_published(shared_data, policy, "workload-6"), rel=rel)
+    assert (result.timeline["busy_gpus"] <= 64).all()
