@@ -26,6 +26,8 @@ from allocators.gavel.gandiva import Gandiva
 from allocators.gavel.isolated import Isolated
 from allocators.gavel.proportional import Proportional
 from allocators.pollux.optimus import OptimusOracle
+from allocators.pollux.pollux import Pollux
+from allocators.pollux.pollux_ga import PolluxGA
 from allocators.pollux.tiresias import TiresiasPollux
 from allocators.pop import POP_SUFFIX, Partitioned
 from allocators.shockwave.gandiva_fair import GandivaFair
@@ -51,7 +53,7 @@ POLICIES: dict[str, type[Policy]] = {
 
 SLOT_POLICIES: dict[str, type[SlotPolicy]] = {cls.name: cls for cls in (
     EDF, EDFAccessControl, ElasticFlow, EFReplay, EFAccessReplay, GandivaEF, Tiresias, Themis, Chronus,
-    TiresiasPollux, OptimusOracle,
+    TiresiasPollux, OptimusOracle, Pollux, PolluxGA,
 )}
 
 ALL_POLICIES: dict[str, type[SchedulingPolicy]] = {**POLICIES, **SLOT_POLICIES}

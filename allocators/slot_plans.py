@@ -138,6 +138,8 @@ class SlotPolicy(SchedulingPolicy):
     restart_seconds: float | None = None
     #: co-adaptive jobs choose their batch size (Pollux) rather than keep the trace's
     adaptive_batch: bool = False
+    #: reads the jobs' goodput models (:attr:`JobsView.coadaptive`): Pollux's measured applications
+    needs_goodput: bool = False
     #: the simulator settings (:mod:`simulator.engine.presets`) of the policy's system
     preset: str = "elasticflow"
 

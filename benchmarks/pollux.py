@@ -1,6 +1,6 @@
 """Pollux's artifact: its policies on its eight workloads, against the published simulator's results.
 
-    python -m benchmarks.pollux --data ../shared/data [--policies tiresias optimus] [--load 1.0]
+    python -m benchmarks.pollux --data ../shared/data [--policies tiresias optimus pollux] [--load 1.0]
                                 [--workers 2]
 
 Each workload (``pollux/workloads*/workload-N.csv``, 160 jobs at load 1.0) runs on Pollux's
@@ -10,12 +10,14 @@ published average JCT per workload is ``results-jobload/<policy>-<load>/summary.
 artifact's runs; Optimus+Oracle and Tiresias with the workload's tuned jobs). Writes
 ``benchmarks/results/pollux.csv``: per (policy, workload) the average JCT, the published one and
 their relative difference, the makespan, decisions and wall time, and per policy a ``mean`` row
-(the mean over the workloads, as the published summary's ``mean``).
+(the mean over the workloads, as the published summary's ``mean``). Rows of runs not repeated are
+kept. ``pollux`` (the exact program, 1 s per program) takes minutes per workload; the baselines seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -25,7 +27,7 @@ from simulator.simulate import simulate_pollux
 
 from .rows import write_rows
 
-POLICIES = ("tiresias", "optimus")
+POLICIES = ("tiresias", "optimus", "pollux")
 LOADS = {"1.0": "workloads", "0.5": "workloads-0.5", "1.5": "workloads-1.5", "2.0": "workloads-2.0"}
 #: what the published results call each policy
 PUBLISHED_NAME = {"tiresias": "tiresias", "optimus": "optimus", "pollux": "pollux"}
@@ -36,12 +38,13 @@ def run_one(data: Path, load: str, policy: str, workload: str) -> dict:
     result = simulate_pollux(data / "pollux" / LOADS[load] / f"{workload}.csv", policy=policy)
     s = result.summary
     published = _published(data, policy, load).get(workload)
+    stopped = sum(status == "time_limit" for status in result.solves.get("status", ()))
     return {"load": load, "workload": workload, "policy": policy, "jobs": s["jobs"],
             "completed": s["jobs_completed"], "average_jct": round(s["average_jct"], 4),
             "published": "" if published is None else round(published, 4),
             "diff": "" if published is None else round(s["average_jct"] / published - 1, 5),
-            "makespan": round(s["makespan"], 1), "decisions": s["decisions"],
-            "wall_s": round(time.perf_counter() - tic, 2)}
+            "makespan": round(s["makespan"], 1), "decisions": s["decisions"], "programs": s["programs_solved"],
+            "time_limited": stopped, "wall_s": round(time.perf_counter() - tic, 2)}
 
 
 def _published(data: Path, policy: str, load: str) -> dict:
@@ -65,6 +68,31 @@ def mean_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _merged(path: Path, rows: list[dict]) -> list[dict]:
+    """The rows already in ``path`` (but its mean rows), the new ones replacing equal runs, in
+    policy then workload order."""
+    key = lambda r: (r["load"], r["policy"], r["workload"])  # noqa: E731
+    merged: dict[tuple, dict] = {}
+    if path.exists():
+        with path.open(newline="") as f:
+            for r in csv.DictReader(f):
+                if r["workload"] != "mean":
+                    merged[key(r)] = {k: _number(v) for k, v in r.items()}
+    merged.update({key(r): r for r in rows})
+    order = {p: i for i, p in enumerate(POLICIES)}
+    return sorted(merged.values(), key=lambda r: (r["load"], order.get(r["policy"], 99),
+                                                  int(str(r["workload"]).rsplit("-", 1)[-1])))
+
+
+def _number(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.pollux", description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
@@ -78,15 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     tic = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         rows = list(pool.map(run_one, *zip(*[(args.data, args.load, p, w) for p, w in runs], strict=True)))
+    ran = rows
     for r in rows:
         print(f"{r['policy']} {r['workload']}: average JCT {r['average_jct']:,.1f} s (published "
               f"{r['published'] or '-'}), {r['wall_s']} s", flush=True)
+    rows = _merged(args.out, rows)
     means = mean_rows(rows)
     for m in means:
-        print(f"{m['policy']} mean over {len(args.workloads)} workloads: {m['average_jct']:,.1f} s "
-              f"(published {m['published'] or '-'}, {m['diff'] or '-'})")
+        print(f"{m['policy']} mean over its workloads: {m['average_jct']:,.1f} s "
+              f"(published {m['published'] or '-'}, {'-' if m['diff'] == '' else m['diff']})")
     write_rows(rows + means, args.out)
-    print(f"{len(rows)} runs, {time.perf_counter() - tic:.0f} s elapsed with {args.workers} worker(s)")
+    print(f"{len(ran)} runs, {time.perf_counter() - tic:.0f} s elapsed with {args.workers} worker(s)")
     return 0
 
 

@@ -111,10 +111,11 @@ def solvers() -> None:
 def policies() -> None:
     """Every policy: who published it, what it plans (time shares of each type per round, or GPUs per job
     for a whole round or a slot), what it solves and the installed backends that run it (`schedopt solvers` for each).
-    Every policy runs on every workload (`schedopt simulate --policy P`)."""
+    Every policy runs on every workload (`schedopt simulate --policy P`) but those whose column "runs on"
+    names the workloads whose jobs have what they read."""
     table = Table(title="policies")
     table.add_column("policy", min_width=26, overflow="fold")
-    for col in ("system", "plans", "program", "backends"):
+    for col in ("system", "plans", "program", "backends", "runs on"):
         table.add_column(col)
     conic = set(backends_with(frozenset({Capability.SOC})))
     rows = [(cls.system, name, str(cls.plans), cls) for name, cls in ALL_POLICIES.items()]
@@ -126,7 +127,8 @@ def policies() -> None:
             families.setdefault(b.partition(":")[0], []).append(route)
         listed = [f"{f}{routes[0]}" if len(routes) == 1 else f"{f} ({len(routes)} solvers)"
                   for f, routes in families.items()]
-        table.add_row(name, system, plans, str(cls.program), ", ".join(listed) if needs else "none needed")
+        table.add_row(name, system, plans, str(cls.program), ", ".join(listed) if needs else "none needed",
+                      "Pollux workloads (goodput models)" if getattr(cls, "needs_goodput", False) else "every workload")
     console.print(table)
 
 

@@ -129,7 +129,10 @@ class Application:
 
     @cached_property
     def _cloud(self):
-        """Linear interpolation of (step, sync) over (nodes, replicas, per-GPU batch)."""
+        """Linear interpolation of (step, sync) over (nodes, replicas, per-GPU batch): the measured
+        placements' means by (nodes, replicas, batch) in that order, then ``scalability.csv`` in file
+        order. The points lie on a grid, whose Delaunay triangulation is not unique: the order of the
+        points picks one, and this is the published simulator's (its grouped means come sorted)."""
         from scipy.interpolate import LinearNDInterpolator
 
         rows = {}
@@ -137,8 +140,9 @@ class Application:
             digits = [int(d) for d in str(pid)]
             for m, a, b in zip(local, step, sync, strict=True):
                 rows.setdefault((len(digits), sum(digits), float(m)), []).append((a, b))
-        keys = np.array(list(rows), dtype=float)
-        values = np.array([np.mean(v, axis=0) for v in rows.values()])
+        order = sorted(rows)
+        keys = np.array(order, dtype=float)
+        values = np.array([np.mean(rows[k], axis=0) for k in order])
         points = np.vstack([keys, self.scalability[:, :3]])
         values = np.vstack([values, self.scalability[:, 3:]])
         return LinearNDInterpolator(points, values)

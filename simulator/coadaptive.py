@@ -52,6 +52,7 @@ class CoAdaptiveJobs:
         self.max_profiled = np.zeros(J, dtype=np.int64)
         #: reallocations after the first start (-1: never started)
         self.restarts = np.full(J, -1, dtype=np.int64)
+        self._packed: dict[tuple, float] = {}
 
     @classmethod
     def for_policy(cls, apps: list[Application], batch_size: np.ndarray, adaptive: bool) -> CoAdaptiveJobs:
@@ -61,13 +62,13 @@ class CoAdaptiveJobs:
             return cls(apps, batch_size)
         return cls(apps, np.array([a.max_batch if a.name == "ncf" else 0 for a in apps], dtype=np.int64))
 
-    def epochs_done(self) -> np.ndarray:
-        """Epochs done per job, the current one as its fraction of progress."""
-        out = self.epoch.astype(float)
-        for j in np.flatnonzero(~self.done):
-            b = self.apps[j].boundaries
-            e = self.epoch[j]
-            out[j] += (self.progress[j] - b[e]) / (b[e + 1] - b[e])
+    def epochs_done(self, jobs: np.ndarray) -> np.ndarray:
+        """Epochs ``jobs`` have done, the current one as its fraction of progress."""
+        out = self.epoch[jobs].astype(float)
+        for k, j in enumerate(jobs.tolist()):
+            if not self.done[j]:
+                b, e = self.apps[j].boundaries, self.epoch[j]
+                out[k] += (self.progress[j] - b[e]) / (b[e + 1] - b[e])
         return out
 
     def batch(self, j: int) -> int:
@@ -173,6 +174,9 @@ class CoAdaptiveJobs:
         """Measured seconds per step of job j's application at global ``batch`` on ``replicas`` GPUs
         packed on full nodes of ``gpus_per_node`` (one GPU: at least two micro-steps)."""
         app = self.apps[j]
+        key = (app.name, replicas, batch, gpus_per_node)
+        if key in self._packed:
+            return self._packed[key]
         full, rest = divmod(replicas, gpus_per_node)
         placement = (gpus_per_node,) * full + ((rest,) if rest else ())
         local = math.ceil(batch / replicas - 1e-8)
@@ -181,5 +185,6 @@ class CoAdaptiveJobs:
             accum = max(accum, 1)
         atomic = min(math.ceil(local / (accum + 1) - 1e-8), app.max_batch // (replicas * (accum + 1)))
         step, sync = app.step_time(placement, atomic)
-        return step + accum * (step - sync)
+        self._packed[key] = step + accum * (step - sync)
+        return self._packed[key]
 

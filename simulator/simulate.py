@@ -146,6 +146,9 @@ def run(
     if isinstance(workload.rates, CurveRates):
         notes.insert(0, f"{workload.jobs.source} on the round clock: {view.cluster} in servers of {per_node}, "
                         f"each job on its requested GPUs, deadlines from the trace")
+    if isinstance(workload.rates, GoodputRates):
+        notes.insert(1, "each job at its trace batch size, its epochs at their mean measured speed on its GPUs "
+                        "(Pollux's co-adaptive job model runs on the slot clock only)")
     options = options or SolveOptions()
     if options.seed is None:
         options = replace(options, seed=config.seed)

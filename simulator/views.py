@@ -99,9 +99,14 @@ def slot_view(workload: Workload, gpus_per_server: int | None, policy: str) -> S
 def _curve_view(workload: Workload, per_node: int) -> SlotView:
     cluster, rates = workload.cluster, workload.rates
     nodes = NodeCluster(1, int(cluster.gpus[0]) // per_node, per_node, 1, 1)
-    apps = tuple(rates.apps[m] for m in workload.jobs.model) if isinstance(rates, GoodputRates) else None
-    return SlotView.build(workload.jobs.deadline_trace(), nodes, rates.table, rates.gpu_type, cluster.worker_types[0],
-                          apps)
+    trace = workload.jobs.deadline_trace()
+    apps = None
+    if isinstance(rates, GoodputRates):
+        apps = tuple(rates.apps[m] for m in workload.jobs.model)
+        curves = rates.table.curves(trace.model, trace.batch_size)
+        own = curves[np.arange(len(trace)), np.searchsorted(rates.table.gpu_counts, trace.num_gpus)]
+        trace = replace(trace, duration=np.where(np.isnan(trace.duration), trace.iterations / own, trace.duration))
+    return SlotView.build(trace, nodes, rates.table, rates.gpu_type, cluster.worker_types[0], apps)
 
 
 def _as_round_inputs(workload: SlotView) -> tuple[Trace, Cluster, ThroughputTable]:

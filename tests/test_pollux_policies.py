@@ -28,7 +28,7 @@ def test_a_fixed_batch_job_runs_each_epoch_in_its_measured_time_rounded(shared_d
     step, _ = bert.step_time((1,), 12)
     epoch = [round(bert.boundaries[1] / (1 / step)), round((bert.boundaries[2] - bert.boundaries[1]) / (1 / step))]
     assert jobs.advance(0, 10 ** 9) == sum(epoch)
-    assert jobs.done[0] and jobs.epochs_done()[0] == 2
+    assert jobs.done[0] and jobs.epochs_done(np.array([0]))[0] == 2
 
 
 def test_an_adaptive_job_profiles_fits_and_may_double_its_gpus(shared_data):
@@ -84,3 +84,37 @@ def test_the_baselines_reproduce_the_published_simulator_on_workload_6(shared_da
     assert result.summary["jobs_completed"] == 160
     assert result.summary["average_jct"] == pytest.approx(_published(shared_data, policy, "workload-6"), rel=rel)
     assert (result.timeline["busy_gpus"] <= 64).all()
+
+
+def test_pollux_runs_a_small_workload_within_the_cluster_and_logs_its_programs(shared_data, tmp_path):
+    (tmp_path / "workloads").mkdir()
+    rows = ["cifar10-0,0,cifar10,4,2048", "ncf-1,30,ncf,1,32768", "bert-2,200,bert,4,384",
+            "cifar10-3,400,cifar10,2,1024", "deepspeech2-4,500,deepspeech2,4,320"]
+    (tmp_path / "workloads" / "w.csv").write_text("name,time,application,num_replicas,batch_size\n"
+                                                  + "\n".join(rows) + "\n")
+    (tmp_path / "traces").symlink_to(shared_data / "pollux" / "traces")
+    result = simulate_pollux(tmp_path / "workloads" / "w.csv", policy="pollux", nodes=2, gpus_per_node=4)
+    assert result.summary["jobs_completed"] == 5
+    assert (result.timeline["busy_gpus"] <= 8).all()
+    assert result.summary["programs_solved"] == len(result.solves["objective"]) > 0
+    assert set(result.solves["status"]) <= {"optimal", "time_limit"}
+
+
+def test_a_policy_reading_goodput_models_on_a_workload_without_them_is_one_clear_error():
+    from simulator.example_table import example_table
+    from simulator.generator import generate_trace
+    from simulator.simulate import simulate
+
+    trace = generate_trace(example_table(), 4, seed=0)
+    with pytest.raises(ValueError, match="policy 'pollux' reads the jobs' goodput models"):
+        simulate(trace, policy="pollux", cluster="v100=8", gpus_per_server=4, deadlines="uniform:0.5:1.5")
+
+
+def test_other_systems_policies_run_on_a_pollux_workload(shared_data, tmp_path):
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "w.csv").write_text("name,time,application,num_replicas,batch_size\n"
+                                                  "cifar10-0,0,cifar10,4,2048\nbert-1,100,bert,2,384\n")
+    (tmp_path / "traces").symlink_to(shared_data / "pollux" / "traces")
+    for policy in ("dlas-gpu", "themis", "max_min_fairness_perf"):
+        result = simulate_pollux(tmp_path / "workloads" / "w.csv", policy=policy, nodes=2, gpus_per_node=4)
+        assert result.summary["jobs_completed"] == 2, policy

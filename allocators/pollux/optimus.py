@@ -27,6 +27,7 @@ ORACLE_NODE_GPUS = 4
 
 class OptimusOracle(PolluxSystemPolicy):
     name = "optimus"
+    needs_goodput = True
 
     def allocate(self, view: JobsView) -> np.ndarray:
         jobs = view.coadaptive

@@ -81,6 +81,9 @@ class Slots:
             OverheadModel.published(w.total_gpus, self.config.slot) if policy.restart_seconds is None
             else OverheadModel(base=policy.restart_seconds, step=0.0, restart=0.0))
         self.coadaptive = None
+        if policy.needs_goodput and w.applications is None:
+            raise ValueError(f"policy {policy.name!r} reads the jobs' goodput models, which only Pollux's measured "
+                             f"applications have; {w.trace.source} has none (run it on a Pollux workload)")
         if w.applications is not None:
             if not self._simulated:
                 raise ValueError("co-adaptive jobs (Pollux's model) run in simulation only, not on an executor")
@@ -272,7 +275,7 @@ class Slots:
         finishing = ~np.isnan(took)
         ran = np.where(finishing, took, span - lost)
         n = v.gpus[jobs]
-        v.remaining[jobs] = v.iterations[jobs] - ca.epochs_done()[jobs]
+        v.remaining[jobs] = v.iterations[jobs] - ca.epochs_done(jobs)
         v.executed[jobs] += ran
         v.attained[jobs] += (ran + lost) * n
         self.held_gpu_seconds[jobs] += (ran + lost) * n

@@ -1,0 +1,146 @@
+"""Pollux (``pollux``): each interval, GPUs per job per node maximizing the p-mean of speedups, solved
+exactly (:mod:`formulations.pollux`) instead of by the published genetic algorithm.
+
+As the published policy defines the terms:
+
+- a job's speedup on (nodes, GPUs) is its goodput there over its goodput on one node with the fair
+  share ⌈G / J⌉ GPUs (G GPUs, J active jobs), from its agent's fitted model with the batch size it
+  would choose (:meth:`simulator.coadaptive.CoAdaptiveJobs.speedups`; linear before it has run);
+  goodput only depends on whether the GPUs span one node or more, so an option is a GPU count on
+  one node or spread;
+- speedups are scaled by the job's dominant share of the cluster times its nodes (1/G · K), and a
+  job whose GPUs change in any way (its first start included) is worth its speedup times
+  ``max(age − 30·restarts, 0) / (age + 30)``;
+- fairness is the p-mean with p = −1 and ε = 10⁻³ over all active jobs, those without GPUs at 0;
+- a job may grow to twice the GPUs it has run on (its agent's cap, at most 64); at most one job
+  spread over nodes per node (interference avoidance).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from allocators.base import ProgramClass
+from allocators.pollux.placement import RESTART_SECONDS, PolluxSystemPolicy
+from allocators.slot_plans import JobsView
+from formulations.pollux import EPSILON, P, PolluxPlan, PolluxProblem, solve_allocation
+from optim import SolveOptions
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision's terms, per active job (in Pollux's order: least attained service first, then
+    earliest submitted): ``speedup[j, spread, r]`` its scaled speedup on r GPUs on one node
+    (spread 0) or across nodes (spread 1), r up to ``most[j]`` (0 beyond); ``penalty[j]`` the factor
+    of a job whose GPUs change; ``current[j]`` its GPUs per node; ``scale`` the speedups' scaling."""
+
+    jobs: np.ndarray
+    speedup: np.ndarray
+    penalty: np.ndarray
+    most: np.ndarray
+    current: np.ndarray
+    capacity: np.ndarray
+    scale: float
+    p: float
+
+    def problem(self) -> PolluxProblem:
+        """The MILP of this decision (:mod:`formulations.pollux`)."""
+        per_node = int(self.capacity.max()) if self.capacity.size else 0
+        rows = []
+        for local in range(self.jobs.size):
+            most = int(self.most[local])
+            one = np.arange(1, min(most, per_node) + 1)
+            many = np.arange(2, most + 1)
+            replicas = np.concatenate([one, many])
+            spread = np.concatenate([np.zeros(one.size, dtype=bool), np.ones(many.size, dtype=bool)])
+            speedup = self.speedup[local, spread.astype(int), replicas] * self.penalty[local]
+            keep = np.zeros(replicas.size, dtype=bool)
+            current = self.current[local]
+            if current.any():
+                held, wide = int(current.sum()), int((current > 0).sum() > 1)
+                replicas = np.append(replicas, held)
+                spread = np.append(spread, bool(wide))
+                speedup = np.append(speedup, self.speedup[local, wide, held])
+                keep = np.append(keep, True)
+            rows.append((np.full(replicas.size, local), replicas, spread, speedup, keep))
+        if not rows:
+            empty = np.zeros(0, dtype=np.int64)
+            return PolluxProblem(self.capacity, empty, empty, empty.astype(bool), np.zeros(0), empty.astype(bool),
+                                 self.current, self.p, EPSILON)
+        job, replicas, spread, speedup, keep = (np.concatenate(c) for c in zip(*rows, strict=True))
+        return PolluxProblem(self.capacity, job, replicas, spread, speedup, keep, self.current, self.p, EPSILON)
+
+
+def decision(view: JobsView, p: float) -> Decision:
+    """The terms of Pollux's program at this decision (module doc)."""
+    ca = view.coadaptive
+    jobs = view.active()
+    jobs = jobs[np.lexsort((view.submit[jobs], view.attained[jobs]))]
+    J, K, G = jobs.size, view.nodes.shape[1], view.total_gpus
+    scale = K / G
+    most = np.array([min(ca.max_replicas(j), G) for j in jobs.tolist()], dtype=np.int64)
+    speedup = np.zeros((J, 2, G + 1))
+    penalty = np.ones(J)
+    fair = math.ceil(G / J) if J else 1
+    for local, j in enumerate(jobs.tolist()):
+        r = np.arange(1, G + 1)
+        nodes = np.concatenate([np.ones(G, dtype=np.int64), np.full(G, 2)])
+        speedup[local, :, 1:] = ca.speedups(j, nodes, np.concatenate([r, r]), fair).reshape(2, G) * scale
+        age = view.now - view.submit[j]
+        restarts = max(int(ca.restarts[j]), 0)
+        penalty[local] = max(age - RESTART_SECONDS * restarts, 0.0) / (age + RESTART_SECONDS)
+    return Decision(jobs, speedup, penalty, most, view.nodes[jobs], np.full(K, view.gpus_per_node), scale, p)
+
+
+#: seconds each allocation program may take (the best plan found is kept when it binds)
+TIME_LIMIT = 1.0
+
+
+class Pollux(PolluxSystemPolicy):
+    name = "pollux"
+    needs_goodput = True
+    program = ProgramClass.MILP
+    adaptive_batch = True
+
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, p: float = P,
+                 time_limit: float | None = TIME_LIMIT):
+        super().__init__(solver, options)
+        self.p = p
+        self.time_limit = time_limit
+        self._log: list[dict] = []
+
+    def allocate(self, view: JobsView) -> np.ndarray:
+        plan = np.zeros_like(view.nodes)
+        terms = decision(view, self.p)
+        if not terms.jobs.size:
+            return plan
+        problem = terms.problem()
+        solved = solve_allocation(problem, self.solver, self.solve_options(), start=problem.current)
+        self._record(view, solved)
+        plan[terms.jobs] = solved.gpus
+        return plan
+
+    def solve_options(self) -> SolveOptions:
+        """The policy's solver options, with its time limit unless they set one."""
+        opts = self.options or SolveOptions()
+        if self.time_limit is not None and opts.time_limit is None:
+            opts = SolveOptions(**{**vars(opts), "time_limit": self.time_limit})
+        return opts
+
+    def notes(self) -> list[str]:
+        stopped = sum(row["status"] == "time_limit" for row in self._log)
+        if not stopped:
+            return []
+        return [f"{stopped} of {len(self._log)} allocation programs stopped at the {self.time_limit:g} s time limit; "
+                f"their plans are the best the solver had found (status time_limit in solves.csv)"]
+
+    def _record(self, view: JobsView, plan: PolluxPlan) -> None:
+        self._log.append({"time": view.now, "jobs": int(plan.gpus.shape[0]), "objective": plan.objective,
+                          "status": plan.status.value, "binaries": plan.num_integers,
+                          "build_seconds": plan.build_seconds, "solve_seconds": plan.solve_seconds})
+
+    def solve_log(self) -> list[dict]:
+        return self._log
