@@ -1,6 +1,8 @@
 """The one simulation loop, for every policy on every clock.
 
-Each pass is one decision point at simulated time ``now``:
+The first decision point is the clock's :meth:`~simulator.engine.clock.Clock.start` for the first
+arrival (the arrival itself, or the next boundary of a fixed grid). Each pass is one decision
+point at simulated time ``now``:
 
 1. **credit** the interval that ended at ``now``: its leases go to the run's executor, jobs
    gain the work it reports, finished and failed jobs leave;
