@@ -22,7 +22,12 @@ for consecutive empty n < n'): a symmetry-breaking row that keeps one of every s
 
 The p-mean ((1/J) Σ_j (s_j + ε)^p)^(1/p) is monotone in Σ_j f(s_j) and each job has one option
 (or none), so Σ_j f(s_j) = J f(0) + Σ_o (f(s_o) − f(0)) y_o is linear in y: the program is exact.
-The last pair of rows is Pollux's interference avoidance. Nothing here knows about time or traces.
+The last pair of rows is Pollux's interference avoidance.
+
+:func:`solve_allocation` first tries :func:`bound_and_pack`: a dynamic program over the cluster's
+totals (GPUs, nodes hosting a spread job, half nodes) gives the best options when node packing is
+ignored, an upper bound; when a greedy packs them on the nodes, that plan is optimal without a
+solver. Otherwise the MILP above decides. Nothing here knows about time or traces.
 """
 
 from __future__ import annotations
@@ -153,11 +158,99 @@ def objective(problem: PolluxProblem, option: np.ndarray) -> float:
     return float(utility(s, problem.p, problem.epsilon).sum())
 
 
+#: most entries of the bound's dynamic program (jobs × GPUs × spread hosts × half nodes; 4 bytes each)
+BOUND_STATES = 25_000_000
+
+
+def bound_and_pack(problem: PolluxProblem) -> PolluxPlan | None:
+    """The program's optimum when its relaxation packs: a dynamic program picks the best option per
+    job under three cluster totals alone (an upper bound of the program): GPUs; nodes hosting a
+    spread job (a spread option needs max(2, ⌈r / C⌉), C the largest node); and, on nodes of 4 GPUs,
+    half nodes (a node holds one single-node job of 3 or 4 GPUs, or two of 2: 2 and 1 halves). If
+    the options it picks fit on the nodes (:func:`pack`), that plan is optimal; else None."""
+    t0 = time.perf_counter()
+    p = problem
+    total, K = int(p.capacity.sum()), p.num_nodes
+    per_node = int(p.capacity.max())
+    halves = 2 * K if per_node == 4 else 0
+    if (total + 1) * (K + 1) * (halves + 1) * max(p.num_jobs, 1) > BOUND_STATES:
+        return None
+    gain = utility(p.speedup, p.p, p.epsilon) - utility(0.0, p.p, p.epsilon)
+    hosts = np.where(p.spread, np.maximum(2, -(-p.replicas // per_node)), 0)
+    half = np.where(p.spread | (halves == 0), 0, np.select([p.replicas >= 3, p.replicas == 2], [2, 1], 0))
+    shape = (total + 1, K + 1, halves + 1)
+    best = np.zeros(shape)
+    picks = np.full((p.num_jobs, *shape), -1, dtype=np.int32)
+    for j in range(p.num_jobs):
+        new = best.copy()
+        for o in np.flatnonzero(p.job == j).tolist():
+            r, h, u = int(p.replicas[o]), int(hosts[o]), int(half[o])
+            if r > total or h > K or u > halves:
+                continue
+            cand = best[:total + 1 - r, :K + 1 - h, :halves + 1 - u] + gain[o]
+            better = cand > new[r:, h:, u:] + 1e-12
+            new[r:, h:, u:][better] = cand[better]
+            picks[j, r:, h:, u:][better] = o
+        best = new
+    option = np.full(p.num_jobs, -1, dtype=np.int64)
+    g, h, u = np.unravel_index(int(np.argmax(best)), shape)
+    for j in range(p.num_jobs - 1, -1, -1):
+        o = int(picks[j, g, h, u])
+        option[j] = o
+        if o >= 0:
+            g, h, u = g - int(p.replicas[o]), h - int(hosts[o]), u - int(half[o])
+    gpus = pack(p, option)
+    if gpus is None:
+        return None
+    return PolluxPlan(gpus, option, objective(p, option), Status.OPTIMAL, time.perf_counter() - t0, 0.0, 0, 0)
+
+
+def pack(problem: PolluxProblem, option: np.ndarray) -> np.ndarray | None:
+    """GPUs per job per node realizing one option per job, or None where this greedy finds none:
+    kept jobs keep their GPUs; then single-node jobs of 2 GPUs and more, largest first, each on the
+    fullest node it fits on; then spread jobs, largest first, on the nodes with the most free GPUs
+    that host no other spread job (two at least); then 1-GPU jobs on the fullest nodes."""
+    p = problem
+    gpus = np.zeros((p.num_jobs, p.num_nodes), dtype=np.int64)
+    chosen = np.flatnonzero(option >= 0)
+    kept = chosen[p.keep[option[chosen]]]
+    gpus[kept] = p.current[kept]
+    free = p.capacity - gpus.sum(axis=0)
+    hosts = (gpus[kept[p.spread[option[kept]]]] > 0).any(axis=0) if kept.size else np.zeros(p.num_nodes, bool)
+    moving = chosen[~p.keep[option[chosen]]]
+    size = p.replicas[option[moving]]
+    spread = p.spread[option[moving]]
+    for group in (moving[~spread & (size >= 2)], moving[spread], moving[~spread & (size == 1)]):
+        for j in group[np.argsort(-p.replicas[option[group]], kind="stable")].tolist():
+            need = int(p.replicas[option[j]])
+            if p.spread[option[j]]:
+                nodes = np.flatnonzero(~hosts & (free > 0))
+                nodes = nodes[np.argsort(-free[nodes], kind="stable")]
+                if nodes.size < 2 or free[nodes].sum() < need:
+                    return None
+                for k, n in enumerate(nodes.tolist()):
+                    take = min(int(free[n]), need - (1 if k == 0 else 0))
+                    gpus[j, n], free[n], need, hosts[n] = take, free[n] - take, need - take, True
+                    if need == 0:
+                        break
+            else:
+                fits = np.flatnonzero(free >= need)
+                if not fits.size:
+                    return None
+                n = fits[np.argmin(free[fits])]
+                gpus[j, n], free[n] = need, free[n] - need
+    return gpus
+
+
 def solve_allocation(problem: PolluxProblem, solver: str = "highs", options: SolveOptions | None = None,
                      start: np.ndarray | None = None) -> PolluxPlan:
-    """Solve the program (relative gap :data:`MIP_GAP` unless ``options`` sets one); ``start`` (J, K):
+    """Solve the program: :func:`bound_and_pack` where its relaxation packs (then optimal without a
+    solver), else the MILP (relative gap :data:`MIP_GAP` unless ``options`` sets one); ``start`` (J, K):
     a feasible allocation handed to the solver as a MIP start where it is one of the options.
     Raises :class:`~optim.OptimError` when the solver finds none."""
+    packed = bound_and_pack(problem)
+    if packed is not None:
+        return packed
     t0 = time.perf_counter()
     canon = build(problem).canonical()
     built = time.perf_counter() - t0
