@@ -84,7 +84,8 @@ def _merged(path: Path, rows: list[dict]) -> list[dict]:
         with path.open(newline="") as f:
             for r in csv.DictReader(f):
                 if r["workload"] != "mean":
-                    merged[key(r)] = {k: _number(v) for k, v in r.items()}
+                    merged[key(r)] = {k: v if k in ("load", "workload", "policy") else _number(v)
+                                      for k, v in r.items()}
     merged.update({key(r): r for r in rows})
     order = {p: i for i, p in enumerate(POLICIES)}
     return sorted(merged.values(), key=lambda r: (r["load"], order.get(r["policy"], 99),
