@@ -34,7 +34,7 @@ from optim import SolveOptions
 class Decision:
     """One decision's terms, per active job (in Pollux's order: least attained service first, then
     earliest submitted): ``speedup[j, spread, r]`` its scaled speedup on r GPUs on one node
-    (spread 0) or across nodes (spread 1), r up to ``most[j]`` (0 beyond); ``penalty[j]`` the factor
+    (spread 0) or across nodes (spread 1), r up to ``most[j]`` (0 beyond, not computed); ``penalty[j]`` the factor
     of a job whose GPUs change; ``current[j]`` its GPUs per node; ``scale`` the speedups' scaling."""
 
     jobs: np.ndarray
@@ -86,9 +86,10 @@ def decision(view: JobsView, p: float) -> Decision:
     penalty = np.ones(J)
     fair = math.ceil(G / J) if J else 1
     for local, j in enumerate(jobs.tolist()):
-        r = np.arange(1, G + 1)
-        nodes = np.concatenate([np.ones(G, dtype=np.int64), np.full(G, 2)])
-        speedup[local, :, 1:] = ca.speedups(j, nodes, np.concatenate([r, r]), fair).reshape(2, G) * scale
+        top = int(most[local])
+        r = np.arange(1, top + 1)
+        nodes = np.concatenate([np.ones(top, dtype=np.int64), np.full(top, 2)])
+        speedup[local, :, 1:top + 1] = ca.speedups(j, nodes, np.concatenate([r, r]), fair).reshape(2, top) * scale
         age = view.now - view.submit[j]
         restarts = max(int(ca.restarts[j]), 0)
         penalty[local] = max(age - RESTART_SECONDS * restarts, 0.0) / (age + RESTART_SECONDS)
