@@ -191,6 +191,20 @@ class RayExecutor(Executor):
             asdict(self.specs[job]), str(self.checkpoint(job)), steps, seconds, "cuda" if self.uses_gpus else "cpu",
             gpus, str(self.marker(job)))
 
+    def lease_table(self) -> dict[str, np.ndarray]:
+        """Every lease as a column table (``leases.csv``): :class:`LeaseRecord`'s fields plus
+        ``budget_seconds``, the wall clock it was given (planned seconds x time scale), and
+        ``credited_over_planned``: where a real run falls behind its simulation, lease by lease."""
+        fields = [name for name in LeaseRecord.__dataclass_fields__ if name != "reason"]
+        table = {name: np.array([getattr(lease, name) for lease in self.log], dtype=float) for name in fields}
+        for name in ("round", "job", "gpus", "planned", "trained", "credited"):
+            table[name] = table[name].astype(np.int64)
+        table["budget_seconds"] = table["planned_seconds"] * self.time_scale
+        table["credited_over_planned"] = np.divide(table["credited"], table["planned"],
+                                                   out=np.full(len(self.log), np.nan), where=table["planned"] > 0)
+        table["reason"] = np.array([lease.reason for lease in self.log], dtype=object)
+        return table
+
     def measured_rates(self) -> np.ndarray:
         """Steps/s each job trained at over its successful leases (NaN where none)."""
         trained, seconds = np.zeros(len(self.specs)), np.zeros(len(self.specs))

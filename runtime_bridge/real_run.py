@@ -28,9 +28,12 @@ from .ray_executor import RayExecutor
 @dataclass(frozen=True)
 class RealRun:
     """The run's result (jobs gain ``measured_steps_per_second``, ``table_steps_per_second`` and
-    their ratio ``measured_over_table``), and its difference to a simulated run when asked."""
+    their ratio ``measured_over_table``; the summary gains ``lease_credited_over_planned``, the
+    steps credited over the steps planned, all leases together), every lease
+    (:meth:`RayExecutor.lease_table`), and its difference to a simulated run when asked."""
 
     result: object
+    leases: dict[str, np.ndarray]
     fidelity: Fidelity | None
 
 
@@ -71,12 +74,15 @@ def run_for_real(jobs: Trace | DeadlineInputs, *, policy: str, checkpoints: str 
                              f"{'GPUs' if executor.uses_gpus else 'slots'}")
         result = simulated(executor, progress)
         measured, listed = executor.measured_rates(), executor.table_rates()
+        leases = executor.lease_table()
     result.jobs.update(measured_steps_per_second=measured, table_steps_per_second=listed,
                        measured_over_table=np.divide(measured, listed, out=np.full(listed.shape, np.nan),
                                                      where=listed > 0))
-    result.summary.update(executor="ray", time_scale=time_scale, model_size=model_size)
+    planned = leases["planned"].sum()
+    result.summary.update(executor="ray", time_scale=time_scale, model_size=model_size,
+                          lease_credited_over_planned=leases["credited"].sum() / planned if planned else float("nan"))
     fidelity = None
     if compare_simulation:
         fidelity = compare(result, simulated())
         result.summary.update(fidelity.summary_fields())
-    return RealRun(result, fidelity)
+    return RealRun(result, leases, fidelity)

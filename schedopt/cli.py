@@ -488,18 +488,19 @@ def run_command(
     result = run.result
     show_result(result, None)
     console.print(f"leases failed: {result.summary['failed_leases']} ({result.summary['redone_gpu_seconds']:,.0f} "
-                  f"GPU-seconds to redo); jobs failed: {result.summary['jobs_failed']}")
+                  f"GPU-seconds to redo); jobs failed: {result.summary['jobs_failed']}; steps credited / planned: "
+                  f"{result.summary['lease_credited_over_planned']:.3f}")
     if run.fidelity is not None:
         print_fidelity(run.fidelity)
     if out is not None:
+        from simulator.metrics import csv_text
+
+        tables = {"leases.csv": run.leases} | ({} if run.fidelity is None else {"fidelity.csv": run.fidelity.jobs})
         for path in result.write(out):
             console.print(f"wrote {path}")
-        if run.fidelity is not None:
-            from simulator.metrics import csv_text
-
-            path = out / "fidelity.csv"
-            write_atomically(path, csv_text(run.fidelity.jobs))
-            console.print(f"wrote {path}")
+        for name, table in tables.items():
+            write_atomically(out / name, csv_text(table))
+            console.print(f"wrote {out / name}")
 
 
 @app.command()

@@ -1,5 +1,6 @@
 """Round plans run for real: Ray tasks training tiny reference models on emulated GPU slots."""
 
+import csv
 import json
 import os
 import signal
@@ -140,6 +141,11 @@ def test_a_killed_worker_fails_its_lease_and_the_job_resumes_from_its_checkpoint
     assert result.summary["jobs_completed"] == 2 and result.jobs["failed_leases"].tolist() == [1, 0]
     assert result.jobs["work_done"][0] == 1800
     assert result.summary["redone_gpu_seconds"] == pytest.approx(60.0)  # the failed lease: 600 steps at 10/s, 1 GPU
+    table = executor.lease_table()
+    failed = table["reason"] != ""
+    assert failed.tolist() == [lease.failed for lease in executor.log] and failed.sum() == 1
+    assert table["credited"][failed].tolist() == [0] and np.isnan(table["start_step"][failed]).all()
+    assert np.isnan(table["credited_over_planned"]).sum() == 0
 
 
 def test_a_job_whose_leases_keep_failing_ends_failed_with_the_reason(tmp_path):
@@ -178,6 +184,13 @@ def test_cli_run_writes_the_simulate_outputs_with_measured_throughputs(tmp_path)
         assert float(cells["table_steps_per_second"]) == RATE
         assert float(cells["measured_steps_per_second"]) > RATE
     assert (out / "checkpoints" / "job-1.pt").exists()
+    assert summary["lease_credited_over_planned"] == 1.0
+    with open(out / "leases.csv") as f:
+        leases = list(csv.DictReader(f))
+    assert {lease["job"] for lease in leases} == {"0", "1"}
+    for lease in leases:
+        assert int(lease["credited"]) == int(lease["planned"]) and lease["reason"] == ""
+        assert float(lease["budget_seconds"]) == pytest.approx(float(lease["planned_seconds"]) * SCALE)
 
 
 def test_cli_run_without_ray_says_what_to_install(tmp_path, monkeypatch):
