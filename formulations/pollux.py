@@ -176,8 +176,7 @@ def bound_and_pack(problem: PolluxProblem) -> PolluxPlan | None:
     if (total + 1) * (K + 1) * (halves + 1) * max(p.num_jobs, 1) > BOUND_STATES:
         return None
     gain = utility(p.speedup, p.p, p.epsilon) - utility(0.0, p.p, p.epsilon)
-    hosts = np.where(p.spread, np.maximum(2, -(-p.replicas // per_node)), 0)
-    half = np.where(p.spread | (halves == 0), 0, np.select([p.replicas >= 3, p.replicas == 2], [2, 1], 0))
+    hosts, half = _aggregates(p)
     shape = (total + 1, K + 1, halves + 1)
     best = np.zeros(shape)
     picks = np.full((p.num_jobs, *shape), -1, dtype=np.int32)
@@ -203,6 +202,16 @@ def bound_and_pack(problem: PolluxProblem) -> PolluxPlan | None:
     if gpus is None:
         return None
     return PolluxPlan(gpus, option, objective(p, option), Status.OPTIMAL, time.perf_counter() - t0, 0.0, 0, 0)
+
+
+def _aggregates(problem: PolluxProblem) -> tuple[np.ndarray, np.ndarray]:
+    """Per option, the nodes hosting it if spread (max(2, ⌈r / C⌉), C the largest node) and, on
+    nodes of 4 GPUs, the half nodes it takes if single-node (2 for 3 or 4 GPUs, 1 for 2)."""
+    p = problem
+    per_node = int(p.capacity.max())
+    hosts = np.where(p.spread, np.maximum(2, -(-p.replicas // per_node)), 0)
+    half = np.where(p.spread | (per_node != 4), 0, np.select([p.replicas >= 3, p.replicas == 2], [2, 1], 0))
+    return hosts, half
 
 
 def pack(problem: PolluxProblem, option: np.ndarray) -> np.ndarray | None:

@@ -31,7 +31,7 @@ import numpy as np
 from allocators.slot_plans import JobState, SlotPolicy
 from simulator.executor import FailedLeases
 from simulator.files import write_atomically
-from simulator.outcomes import Timeline, conform, job_states, outcome_metrics
+from simulator.outcomes import Allocations, Timeline, conform, job_states, outcome_metrics
 from simulator.round_view import RoundView
 
 UNFAIR_RHO = 1.05
@@ -134,6 +134,7 @@ class SimulationResult:
     timeline: dict[str, np.ndarray]
     summary: dict
     solves: dict[str, np.ndarray] = field(default_factory=dict)
+    allocations: dict[str, np.ndarray] = field(default_factory=dict)
 
     def jobs_frame(self):
         import pandas as pd
@@ -151,14 +152,17 @@ class SimulationResult:
         return pd.DataFrame(self.solves)
 
     def write(self, out: str | os.PathLike) -> list[Path]:
-        """Write ``jobs.csv``, ``timeline.csv``, ``solves.csv`` and ``summary.json`` into
-        ``out``; each file appears whole or not at all."""
+        """Write ``jobs.csv``, ``timeline.csv``, ``solves.csv``, ``summary.json`` and, on the slot
+        clock, ``allocations.csv`` into ``out``; each file appears whole or not at all."""
         out = Path(out)
         paths = [out / "jobs.csv", out / "timeline.csv", out / "solves.csv", out / "summary.json"]
         write_atomically(paths[0], csv_text(self.jobs))
         write_atomically(paths[1], csv_text(self.timeline))
         write_atomically(paths[2], csv_text(self.solves) if self.solves else "")
         write_atomically(paths[3], json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+        if self.allocations:
+            paths.append(out / "allocations.csv")
+            write_atomically(paths[-1], csv_text(self.allocations))
         return paths
 
 
@@ -294,7 +298,8 @@ def _efficiency_seconds(workload: RoundView, gpu_seconds: np.ndarray) -> float:
 
 def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overhead, finish: np.ndarray,
                 first_start: np.ndarray, state: np.ndarray, overhead_seconds: np.ndarray, timeline: Timeline,
-                decision_seconds: np.ndarray, decisions: int, wall_seconds: float, unschedulable: np.ndarray,
+                allocations: Allocations, decision_seconds: np.ndarray, decisions: int, wall_seconds: float,
+                unschedulable: np.ndarray,
                 preemptions: np.ndarray, failures: FailedLeases, work_done: np.ndarray, runtime: np.ndarray,
                 held_gpu_seconds: np.ndarray) -> SimulationResult:
     """The slot clock's run as a :class:`SimulationResult` (the common metrics, plus the slot
@@ -354,4 +359,5 @@ def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overh
             "work_done": work_done, "work": w.iterations, f"gpu_seconds_{w.worker_type}": held_gpu_seconds}
     keys = sorted({k for row in solves for k in row})
     solve_cols = {k: np.array([row.get(k, np.nan) for row in solves]) for k in keys}
-    return SimulationResult(*conform(jobs, tl, summary, (w.worker_type,)), solve_cols)
+    return SimulationResult(*conform(jobs, tl, summary, (w.worker_type,)), solve_cols,
+                            allocations.columns(tl, w.job_ids))

@@ -146,6 +146,31 @@ class Timeline:
                 "cluster_efficiency": tl[:, 2]}
 
 
+#: allocations.csv (slot clock): one row per job holding GPUs per interval
+ALLOCATION_COLUMNS = ("start", "end", "job_id", "gpus", "nodes", "batch_size")
+
+
+class Allocations:
+    """What each job held, interval by interval, on the slot clock: per decision, the jobs holding
+    GPUs, their GPUs, the nodes they span (-1 where the clock places no nodes) and their batch size
+    (the co-adaptive batch chosen for the placement, else the trace's)."""
+
+    def __init__(self):
+        self._parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def log(self, decision: int, jobs: np.ndarray, gpus: np.ndarray, nodes: np.ndarray, batch: np.ndarray) -> None:
+        self._parts.append((decision, jobs, gpus, nodes, batch))
+
+    def columns(self, timeline: dict[str, np.ndarray], job_ids: np.ndarray) -> dict[str, np.ndarray]:
+        """allocations.csv's columns; decision k spans timeline row k."""
+        count = [part[1].size for part in self._parts]
+        row = np.repeat([part[0] for part in self._parts], count).astype(np.int64)
+        jobs, gpus, nodes, batch = (np.concatenate([part[i] for part in self._parts]) if self._parts
+                                    else np.zeros(0, dtype=np.int64) for i in range(1, 5))
+        return {"start": timeline["start"][row], "end": timeline["end"][row], "job_id": job_ids[jobs],
+                "gpus": gpus.astype(np.int64), "nodes": nodes.astype(np.int64), "batch_size": batch.astype(np.int64)}
+
+
 def conform(jobs: dict, timeline: dict, summary: dict, worker_types) -> tuple[dict, dict, dict]:
     """The run's columns and summary in the order every run has (a figure the clock lacks: NaN /
     None); a column outside these lists is an error, so no run has columns another lacks."""

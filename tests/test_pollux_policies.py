@@ -98,6 +98,22 @@ def test_pollux_runs_a_small_workload_within_the_cluster_and_logs_its_programs(s
     assert (result.timeline["busy_gpus"] <= 8).all()
     assert result.summary["programs_solved"] == len(result.solves["objective"]) > 0
     assert set(result.solves["status"]) <= {"optimal", "time_limit"}
+    alloc = result.allocations
+    starts, per_interval = np.unique(alloc["start"], return_inverse=True)
+    assert (np.bincount(per_interval, weights=alloc["gpus"]) <= 8).all() and (alloc["end"] > alloc["start"]).all()
+    assert ((alloc["nodes"] >= 1) & (alloc["nodes"] <= np.minimum(alloc["gpus"], 2))).all()
+    held = {job: float(((alloc["end"] - alloc["start"]) * alloc["gpus"])[alloc["job_id"] == job].sum())
+            for job in result.jobs["job_id"]}
+    for job, used in zip(result.jobs["job_id"], result.jobs["gpu_seconds_gpu"]):  # held to the interval's end
+        assert used - 1e-6 <= held[job] < used + 8 * 60
+    ncf = alloc["job_id"] == "ncf-1"
+    assert set(alloc["batch_size"][ncf]) == {32768}  # pinned at its largest batch, as published
+    cifar = alloc["batch_size"][alloc["job_id"] == "cifar10-0"]
+    assert cifar.min() >= 128 and np.unique(cifar).size > 1  # co-adapted as it runs
+    written = result.write(tmp_path / "out")
+    assert (tmp_path / "out" / "allocations.csv") in written
+    header = (tmp_path / "out" / "allocations.csv").read_text().splitlines()[0]
+    assert header == "start,end,job_id,gpus,nodes,batch_size"
 
 
 def test_a_policy_reading_goodput_models_on_a_workload_without_them_is_one_clear_error():

@@ -37,7 +37,7 @@ from simulator.coadaptive import CoAdaptiveJobs
 from simulator.engine.clock import SimulationError
 from simulator.executor import Executor, FailedLeases, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
-from simulator.outcomes import Timeline
+from simulator.outcomes import Allocations, Timeline
 from simulator.overheads import OverheadModel
 from simulator.views import SlotView
 
@@ -117,6 +117,7 @@ class Slots:
         self.cache = RankSetCache()
         self.shift = int(np.ceil(np.log2(w.total_gpus + 1))) + 1
         self.timeline = Timeline(1)
+        self.allocations = Allocations()
         #: the last decision's efficiency, busy GPUs, running and queued jobs, logged with its end
         self._decided: tuple = ()
         self.decision_seconds: list[float] = []
@@ -155,6 +156,7 @@ class Slots:
         self.decision_seconds.append(self._admit_seconds + _time.perf_counter() - tick)
         self._admit_seconds = 0.0
         self._start(gpus, self.cache, self.shift, arriving=arriving)
+        self._log_allocations(v.decisions)
         v.decisions += 1
         self._decided = self._state()
 
@@ -215,7 +217,8 @@ class Slots:
             workload=w, policy=self.policy, slot=self.config.slot, preset=self.config.preset,
             overhead=self.overhead, finish=self.finish,
             first_start=self.first_start, state=v.state.copy(), overhead_seconds=self.overhead_total,
-            timeline=self.timeline, decision_seconds=np.asarray(self.decision_seconds), decisions=v.decisions,
+            timeline=self.timeline, allocations=self.allocations,
+            decision_seconds=np.asarray(self.decision_seconds), decisions=v.decisions,
             wall_seconds=_time.perf_counter() - self.started, unschedulable=self.unschedulable,
             preemptions=self.preemptions, failures=self.failures,
             work_done=w.iterations - v.remaining, runtime=v.executed, held_gpu_seconds=self.held_gpu_seconds,
@@ -415,6 +418,14 @@ class Slots:
         if self.coadaptive is not None:
             for j in moved.tolist():
                 self.coadaptive.reallocate(j, plan[j])
+
+    def _log_allocations(self, decision: int) -> None:
+        v, ca = self.view, self.coadaptive
+        on = np.flatnonzero(v.gpus > 0)
+        placed = self.policy.places or ca is not None or self.policy.charge is Charge.ON_PLACEMENT
+        nodes = (self.nodes[on] > 0).sum(axis=1) if placed else np.full(on.size, -1)
+        batch = v.batch_size[on] if ca is None else np.array([ca.batch(j) for j in on.tolist()], dtype=np.int64)
+        self.allocations.log(decision, on, v.gpus[on], nodes, batch)
 
     def _state(self) -> tuple[float, list, int, int]:
         """What a decision leaves the cluster doing: its efficiency, GPUs busy, jobs running and queued."""
