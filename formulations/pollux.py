@@ -205,11 +205,13 @@ def bound_and_pack(problem: PolluxProblem) -> PolluxPlan | None:
 
 
 def _aggregates(problem: PolluxProblem) -> tuple[np.ndarray, np.ndarray]:
-    """Per option, the nodes hosting it if spread (max(2, ⌈r / C⌉), C the largest node) and, on
-    nodes of 4 GPUs, the half nodes it takes if single-node (2 for 3 or 4 GPUs, 1 for 2)."""
+    """Per option, the nodes hosting it if spread (a keep option: the nodes it holds now; else
+    max(2, ⌈r / C⌉), C the largest node) and, on nodes of 4 GPUs, the half nodes it takes if
+    single-node (2 for 3 or 4 GPUs, 1 for 2)."""
     p = problem
     per_node = int(p.capacity.max())
-    hosts = np.where(p.spread, np.maximum(2, -(-p.replicas // per_node)), 0)
+    held = (p.current[p.job] > 0).sum(axis=1)
+    hosts = np.where(p.spread, np.where(p.keep, held, np.maximum(2, -(-p.replicas // per_node))), 0)
     half = np.where(p.spread | (per_node != 4), 0, np.select([p.replicas >= 3, p.replicas == 2], [2, 1], 0))
     return hosts, half
 

@@ -21,6 +21,9 @@ class SolveOptions:
     ``log_gap`` and ``max_cut_rounds`` steer the tangent-cut outer approximation used
     for log terms on backends without a log cone: the loop stops once
     (upper bound - best objective) / max(1, |best objective|) <= ``log_gap``.
+    ``node_limit``: the most branch-and-bound nodes a MIP solver explores (HiGHS ``mip_max_nodes``,
+    Gurobi ``NodeLimit``): unlike a time limit it does not depend on the machine's load, so runs
+    under it are reproducible; where it binds the status is FEASIBLE.
     ``strict_time_limit``: keep to ``time_limit`` even where that costs the solver a heuristic
     known to overrun it (HiGHS 1.16: its sub-MIP heuristics, RINS, RENS and root reduced cost,
     can run for minutes past the limit in the sub-MIP's presolve, ERGO-Code/HiGHS#3237; they are
@@ -39,6 +42,7 @@ class SolveOptions:
     raw: dict[str, Any] = field(default_factory=dict)
     start: Any = None
     seed: int | None = None
+    node_limit: int | None = None
     strict_time_limit: bool = False
 
     def __post_init__(self) -> None:
@@ -48,6 +52,8 @@ class SolveOptions:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive, got {value!r}")
+        if self.node_limit is not None and self.node_limit < 0:
+            raise ValueError(f"node_limit must be >= 0, got {self.node_limit!r}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads!r}")
         if self.seed is not None:

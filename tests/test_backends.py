@@ -234,7 +234,33 @@ def test_highs_prints_no_banner(backend):
     assert out.split() == ["2.5"]
 
 
+def market_split(rows: int = 3, cols: int = 24, seed: int = 1) -> Model:
+    """Cornuéjols-Dawande market split with slacks: min |a x - b|_1, x binary; branch and bound
+    needs many nodes to prove it."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 100, (rows, cols)).astype(float)
+    b = np.floor(a.sum(axis=1) / 2)
+    m = Model("market_split")
+    x = m.add_variables("x", cols, vtype="binary")
+    over, under = m.add_variables("over", rows), m.add_variables("under", rows)
+    eye = sp.eye(rows, format="csr")
+    m.add_rows("split", {x: sp.csr_matrix(a), over: -eye, under: eye}, lo=b, hi=b)
+    m.set_objective({over: np.ones(rows), under: np.ones(rows)}, sense="min")
+    return m
+
+
+@pytest.mark.parametrize("backend", [b for b in MILP_BACKENDS if b in ("highs", "gurobi")])
+def test_a_node_limit_stops_branch_and_bound_with_the_incumbent(backend):
+    res = solve(market_split(), backend, SolveOptions(node_limit=1, time_limit=30.0), check=False)
+    assert res.status is Status.FEASIBLE and res.has_solution
+    assert res.bound <= res.objective + 1e-9
+
+
 def test_invalid_options_are_rejected():
+    with pytest.raises(ValueError, match="node_limit"):
+        SolveOptions(node_limit=-1)
     with pytest.raises(ValueError, match="time_limit"):
         SolveOptions(time_limit=0)
     with pytest.raises(ValueError, match="method"):

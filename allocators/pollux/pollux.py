@@ -96,8 +96,12 @@ def decision(view: JobsView, p: float) -> Decision:
     return Decision(jobs, speedup, penalty, most, view.nodes[jobs], np.full(K, view.gpus_per_node), scale, p)
 
 
-#: seconds each allocation program may take (the best plan found is kept when it binds)
-TIME_LIMIT = 1.0
+#: branch-and-bound nodes each allocation program may explore: a limit of work, not of seconds, so
+#: a run's plans do not depend on the machine's load (the best plan found is kept when it binds)
+NODE_LIMIT = 100
+#: seconds each allocation program may take, a safety net for large clusters (where it binds, the
+#: plan depends on the machine's speed and the run says so)
+TIME_LIMIT = 20.0
 
 
 class Pollux(PolluxSystemPolicy):
@@ -107,9 +111,10 @@ class Pollux(PolluxSystemPolicy):
     adaptive_batch = True
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, p: float = P,
-                 time_limit: float | None = TIME_LIMIT):
+                 node_limit: int | None = NODE_LIMIT, time_limit: float | None = TIME_LIMIT):
         super().__init__(solver, options)
         self.p = p
+        self.node_limit = node_limit
         self.time_limit = time_limit
         self._log: list[dict] = []
 
@@ -125,18 +130,18 @@ class Pollux(PolluxSystemPolicy):
         return plan
 
     def solve_options(self) -> SolveOptions:
-        """The policy's solver options, with its time limit unless they set one."""
+        """The policy's solver options, with its node and time limits where they set none."""
         opts = self.options or SolveOptions()
-        if self.time_limit is not None and opts.time_limit is None:
-            opts = SolveOptions(**{**vars(opts), "time_limit": self.time_limit})
-        return opts
+        limits = {"node_limit": self.node_limit, "time_limit": self.time_limit}
+        return SolveOptions(**{**vars(opts), **{k: v for k, v in limits.items() if getattr(opts, k) is None}})
 
     def notes(self) -> list[str]:
-        stopped = sum(row["status"] == "time_limit" for row in self._log)
-        if not stopped:
-            return []
-        return [f"{stopped} of {len(self._log)} allocation programs stopped at the {self.time_limit:g} s time limit; "
-                f"their plans are the best the solver had found (status time_limit in solves.csv)"]
+        opts = self.solve_options()
+        stopped = {status: sum(row["status"] == status for row in self._log) for status in ("feasible", "time_limit")}
+        limits = {"feasible": f"the {opts.node_limit} node limit", "time_limit": f"the {opts.time_limit:g} s time limit"}
+        return [f"{count} of {len(self._log)} allocation programs stopped at {limits[status]} before proving their "
+                f"plan optimal; each is the best the solver had found (status {status} in solves.csv)"
+                for status, count in stopped.items() if count]
 
     def _record(self, view: JobsView, plan: PolluxPlan) -> None:
         self._log.append({"time": view.now, "jobs": int(plan.gpus.shape[0]), "objective": plan.objective,

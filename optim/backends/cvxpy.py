@@ -26,6 +26,7 @@ _TIME_LIMIT = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "HIGHS": "tim
                "GUROBI": "TimeLimit"}
 _MIP_GAP = {"HIGHS": "mip_rel_gap", "GUROBI": "MIPGap"}
 _SEED = {"HIGHS": "random_seed", "GUROBI": "Seed"}
+_NODE_LIMIT = {"HIGHS": "mip_max_nodes", "GUROBI": "NodeLimit"}
 
 
 #: inner solvers that are first-order methods (approximate solutions and duals)
@@ -158,6 +159,8 @@ def _solver_kwargs(inner: str, options: SolveOptions) -> dict:
         kwargs[_MIP_GAP[inner]] = options.mip_gap
     if options.seed is not None and inner in _SEED:
         kwargs[_SEED[inner]] = options.seed
+    if options.node_limit is not None and inner in _NODE_LIMIT:
+        kwargs[_NODE_LIMIT[inner]] = options.node_limit
     if options.threads is not None and inner == "GUROBI":
         kwargs["Threads"] = options.threads
     kwargs.update(options.raw)

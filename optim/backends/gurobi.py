@@ -128,6 +128,8 @@ def apply_options(m, options: SolveOptions) -> None:
         p.TimeLimit = options.time_limit
     if options.mip_gap is not None:
         p.MIPGap = options.mip_gap
+    if options.node_limit is not None:
+        p.NodeLimit = options.node_limit
     if options.seed is not None:
         p.Seed = options.seed
     if options.method != "auto":

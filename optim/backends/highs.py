@@ -140,6 +140,8 @@ def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
     if options.threads is not None:
         h.resetGlobalScheduler(True)
         h.setOptionValue("threads", int(options.threads))
+    if options.node_limit is not None:
+        h.setOptionValue("mip_max_nodes", int(options.node_limit))
     if options.time_limit is not None:
         h.setOptionValue("time_limit", float(options.time_limit))
         if options.strict_time_limit:

@@ -21,8 +21,10 @@ DEFAULT_INNER = "highs"
 _SOLVERS = {"highs": "appsi_highs", "gurobi": "gurobi_direct"}
 _PACKAGES = {"highs": "highspy", "gurobi": "gurobipy"}
 _OPTION_NAMES = {
-    "highs": {"time_limit": "time_limit", "mip_gap": "mip_rel_gap", "threads": "threads", "seed": "random_seed"},
-    "gurobi": {"time_limit": "TimeLimit", "mip_gap": "MIPGap", "threads": "Threads", "seed": "Seed"},
+    "highs": {"time_limit": "time_limit", "mip_gap": "mip_rel_gap", "threads": "threads", "seed": "random_seed",
+              "node_limit": "mip_max_nodes"},
+    "gurobi": {"time_limit": "TimeLimit", "mip_gap": "MIPGap", "threads": "Threads", "seed": "Seed",
+               "node_limit": "NodeLimit"},
 }
 
 
@@ -73,7 +75,7 @@ class PyomoBackend(Backend):
                 quiet_banner()
             opt = pyo.SolverFactory(_SOLVERS[self.inner])
             names = _OPTION_NAMES[self.inner]
-            for field in ("time_limit", "mip_gap", "threads", "seed"):
+            for field in ("time_limit", "mip_gap", "threads", "seed", "node_limit"):
                 value = getattr(options, field)
                 if value is not None:
                     opt.options[names[field]] = value
