@@ -238,6 +238,15 @@ def simulate_pollux(trace: str | os.PathLike, applications: str | os.PathLike | 
     """Replay a Pollux workload (``workloads*/workload-N.csv``) on ``nodes`` × ``gpus_per_node`` GPUs
     under ``policy``, its jobs following Pollux's co-adaptive model of their applications measured
     in ``applications`` (default: :func:`find_applications`)."""
+    workload = pollux_workload(trace, applications, nodes=nodes, gpus_per_node=gpus_per_node)
+    return run(workload, policy=policy, solver=solver, options=options, progress=progress,
+               policy_params=policy_params, executor=executor, slot=slot, preset=preset)
+
+
+def pollux_workload(trace: str | os.PathLike, applications: str | os.PathLike | None = None, *,
+                    nodes: int = POLLUX_CLUSTER[0], gpus_per_node: int = POLLUX_CLUSTER[1]) -> Workload:
+    """A Pollux workload on ``nodes`` × ``gpus_per_node`` GPUs, its jobs' goodput models from
+    ``applications`` (default: :func:`find_applications`)."""
     jobs = read_jobs(trace)
     if not isinstance(jobs.record, PolluxTrace):
         raise ValueError(f"{trace}: not a Pollux workload (columns {', '.join(POLLUX_COLUMNS)})")
@@ -248,9 +257,7 @@ def simulate_pollux(trace: str | os.PathLike, applications: str | os.PathLike | 
     apps = read_applications(folder)
     total = nodes * gpus_per_node
     rates = GoodputRates.build(apps, jobs.model, jobs.batch_size, total, gpus_per_node)
-    workload = Workload(jobs, Cluster(("gpu",), np.array([total]), gpus_per_node), rates)
-    return run(workload, policy=policy, solver=solver, options=options, progress=progress,
-               policy_params=policy_params, executor=executor, slot=slot, preset=preset)
+    return Workload(jobs, Cluster(("gpu",), np.array([total]), gpus_per_node), rates)
 
 
 def run_slot_view(view: SlotView, policy: str, solver: str, options: SolveOptions | None, slot: float | None,
@@ -269,4 +276,5 @@ def run_slot_view(view: SlotView, policy: str, solver: str, options: SolveOption
 
 
 __all__ = ["EXAMPLE", "GPU_TYPES", "POLLUX_CLUSTER", "default_solver", "example_workload", "find_applications",
-           "gpu_type_of", "run", "run_slot_view", "simulate", "simulate_deadlines", "simulate_pollux"]
+           "gpu_type_of", "pollux_workload", "run", "run_slot_view", "simulate", "simulate_deadlines",
+           "simulate_pollux"]

@@ -55,10 +55,11 @@ def problems(draw):
                 job.append(j), replicas.append(r), spread.append(s), keep.append(False)
                 speedup.append(draw(st.floats(0.05, 2.0)))
         if draw(st.booleans()) and free.max() > 0:
-            n = int(np.argmax(free))
-            current[j, n] = draw(st.integers(1, int(free[n])))
-            free[n] -= current[j, n]
-            job.append(j), replicas.append(int(current[j, n])), spread.append(False), keep.append(True)
+            wide = (free > 0).sum() >= 2 and draw(st.booleans())
+            for n in np.argsort(-free, kind="stable")[:2 if wide else 1].tolist():
+                current[j, n] = draw(st.integers(1, int(free[n])))
+                free[n] -= current[j, n]
+            job.append(j), replicas.append(int(current[j].sum())), spread.append(wide), keep.append(True)
             speedup.append(draw(st.floats(0.05, 2.0)))
     return PolluxProblem(capacity, np.array(job), np.array(replicas), np.array(spread), np.array(speedup),
                          np.array(keep), current)
@@ -132,3 +133,15 @@ def test_the_genetic_algorithm_never_beats_the_exact_program_and_its_plans_are_f
     assert ((state[spread] > 0).sum(axis=0) <= 1).all()
     again, _ = PolluxGA(seed=seed, population=20, generations=10).evolve(terms)
     assert (again == state).all()
+
+
+@settings(max_examples=15)
+@given(problems())
+def test_a_decision_scaled_k_times_is_worth_at_least_k_copies_of_its_plan(problem):
+    from benchmarks.pollux_scale import scaled
+
+    double = scaled(problem, 2)
+    assert double.num_jobs == 2 * problem.num_jobs and double.num_nodes == 2 * problem.num_nodes
+    J, K = problem.num_jobs, problem.num_nodes
+    assert (double.current[J:, K:] == problem.current).all() and not double.current[:J, K:].any()
+    assert solve_allocation(double).objective >= 2 * solve_allocation(problem).objective - 1e-9
