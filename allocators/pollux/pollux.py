@@ -104,7 +104,24 @@ NODE_LIMIT = 100
 TIME_LIMIT = 20.0
 
 
-class Pollux(PolluxSystemPolicy):
+class SpeedupPolicy(PolluxSystemPolicy):
+    """A policy of Pollux's program's terms (:func:`decision`): :meth:`choose` gives the active jobs'
+    GPUs per node (in the decision's job order) where any job is active."""
+
+    p: float = P
+
+    def allocate(self, view: JobsView) -> np.ndarray:
+        plan = np.zeros_like(view.nodes)
+        terms = decision(view, self.p)
+        if terms.jobs.size:
+            plan[terms.jobs] = self.choose(view, terms)
+        return plan
+
+    def choose(self, view: JobsView, terms: Decision) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Pollux(SpeedupPolicy):
     name = "pollux"
     needs_goodput = True
     program = ProgramClass.MILP
@@ -118,16 +135,11 @@ class Pollux(PolluxSystemPolicy):
         self.time_limit = time_limit
         self._log: list[dict] = []
 
-    def allocate(self, view: JobsView) -> np.ndarray:
-        plan = np.zeros_like(view.nodes)
-        terms = decision(view, self.p)
-        if not terms.jobs.size:
-            return plan
+    def choose(self, view: JobsView, terms: Decision) -> np.ndarray:
         problem = terms.problem()
         solved = solve_allocation(problem, self.solver, self.solve_options(), start=problem.current)
         self._record(view, solved)
-        plan[terms.jobs] = solved.gpus
-        return plan
+        return solved.gpus
 
     def solve_options(self) -> SolveOptions:
         """The policy's solver options, with its node and time limits where they set none."""
@@ -137,8 +149,8 @@ class Pollux(PolluxSystemPolicy):
 
     def notes(self) -> list[str]:
         opts = self.solve_options()
-        stopped = {status: sum(row["status"] == status for row in self._log) for status in ("feasible", "time_limit")}
-        limits = {"feasible": f"the {opts.node_limit} node limit", "time_limit": f"the {opts.time_limit:g} s time limit"}
+        limits = {"feasible": f"the {opts.node_limit} node limit", "time_limit": f"the {opts.time_limit} s time limit"}
+        stopped = {status: sum(row["status"] == status for row in self._log) for status in limits}
         return [f"{count} of {len(self._log)} allocation programs stopped at {limits[status]} before proving their "
                 f"plan optimal; each is the best the solver had found (status {status} in solves.csv)"
                 for status, count in stopped.items() if count]

@@ -31,8 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from allocators.base import ProgramClass
-from allocators.pollux.placement import PolluxSystemPolicy
-from allocators.pollux.pollux import Decision, Pollux, decision
+from allocators.pollux.pollux import Decision, Pollux, SpeedupPolicy
 from allocators.slot_plans import JobsView
 from formulations.pollux import EPSILON, P, p_mean, solve_allocation
 from optim import SolveOptions
@@ -41,7 +40,7 @@ from optim import SolveOptions
 MAX_NODES = 16
 
 
-class PolluxGA(PolluxSystemPolicy):
+class PolluxGA(SpeedupPolicy):
     name = "pollux-ga"
     needs_goodput = True
     program = ProgramClass.HEURISTIC
@@ -58,13 +57,8 @@ class PolluxGA(PolluxSystemPolicy):
         self.front: dict[int, np.ndarray] = {}
         self._log: list[dict] = []
 
-    def allocate(self, view: JobsView) -> np.ndarray:
-        plan = np.zeros_like(view.nodes)
-        terms = decision(view, self.p)
-        if not terms.jobs.size:
-            return plan
+    def choose(self, view: JobsView, terms: Decision) -> np.ndarray:
         state, value = self.evolve(terms)
-        plan[terms.jobs] = state
         row = {"time": view.now, "jobs": int(terms.jobs.size), "p_mean": value}
         if self.compare:
             problem = terms.problem()
@@ -74,7 +68,7 @@ class PolluxGA(PolluxSystemPolicy):
                                            self.p)
             row["program_status"] = exact.status.value
         self._log.append(row)
-        return plan
+        return state
 
     def evolve(self, terms: Decision) -> tuple[np.ndarray, float]:
         """The plan of largest p-mean in the last generation's Pareto set, and its p-mean."""
