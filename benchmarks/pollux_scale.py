@@ -9,12 +9,12 @@ scaled by k (``--scales``): its jobs and nodes k times over (the i-th copy of a 
 on the i-th copy of their nodes), so the jobs grow in proportion to the GPUs and every job keeps its
 speedups (the fair share ⌈G / J⌉ and the scaling K / G are unchanged). Each scaled program is
 solved as the policy solves it (:func:`formulations.pollux.solve_allocation` with the policy's
-node and time limits). Writes ``benchmarks/results/pollux_scale.csv``: per decision and scale the
-GPUs, jobs, options, the path (``bound``: the dynamic program's plan packed, optimal without a
-solver; ``milp``), the status, the objective Σ_j f(s_j) and ``over_copies``, its excess over k
-copies of the 64-GPU plan (a plan of the scaled program, so < 0 only where a limit stopped the
-solver), build and solve seconds; and prints per scale the median, p90 and largest seconds per
-decision.
+node and time limits, its jobs' current GPUs as the MIP start). Writes
+``benchmarks/results/pollux_scale.csv``: per decision and scale the GPUs, jobs, options, the path
+(``bound``: the dynamic program's plan packed, optimal without a solver; ``milp``), the status,
+the objective Σ_j f(s_j) and ``over_copies``, its excess over k copies of the 64-GPU plan (a plan
+of the scaled program, so < 0 only where a limit stopped the solver), build and solve seconds; and
+prints per scale the median, p90 and largest seconds per decision.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def measure(problem: PolluxProblem, index: int, k: int) -> dict:
     options = Pollux().solve_options()
     tic = time.perf_counter()
     path = "bound" if bound_and_pack(problem) is not None else "milp"
-    plan = solve_allocation(problem, "highs", options)
+    plan = solve_allocation(problem, "highs", options, start=problem.current)
     total = time.perf_counter() - tic
     return {"decision": index, "scale": k, "gpus": int(problem.capacity.sum()), "jobs": problem.num_jobs,
             "options": int(problem.job.size), "path": path, "status": plan.status.value,
