@@ -251,7 +251,7 @@ def market_split(rows: int = 3, cols: int = 24, seed: int = 1) -> Model:
     return m
 
 
-@pytest.mark.parametrize("backend", [b for b in MILP_BACKENDS if b in ("highs", "gurobi")])
+@pytest.mark.parametrize("backend", [b for b in MILP_BACKENDS if b in ("highs", "gurobi", "pyomo:highs")])
 def test_a_node_limit_stops_branch_and_bound_with_the_incumbent(backend):
     res = solve(market_split(), backend, SolveOptions(node_limit=1, time_limit=30.0), check=False)
     assert res.status is Status.FEASIBLE and res.has_solution

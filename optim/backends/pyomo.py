@@ -167,7 +167,8 @@ def _read_result(m, res, model: CanonicalModel, timings: Timings, backend: Pyomo
                     solver_version=backend.version())
     result.blocks = model.blocks
     has_solution = len(res.solution) > 0 and res.solution(0).status in (
-        SolutionStatus.optimal, SolutionStatus.feasible, SolutionStatus.bestSoFar, SolutionStatus.other
+        SolutionStatus.optimal, SolutionStatus.feasible, SolutionStatus.bestSoFar, SolutionStatus.other,
+        SolutionStatus.stoppedByLimit,
     )
     if not has_solution:
         return result
