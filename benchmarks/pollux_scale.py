@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from allocators.pollux.pollux import Pollux, decision
-from formulations.pollux import PolluxProblem, bound_and_pack, solve_allocation
+from allocators.pollux.pollux import Pollux
+from formulations.pollux import PolluxProblem, solve_allocation
 from simulator.engine import Engine, SlotConfig
 from simulator.engine.presets import get_preset
 from simulator.simulate import pollux_workload
@@ -42,11 +42,10 @@ class _Keeping(Pollux):
         super().__init__()
         self.kept: list[PolluxProblem] = []
 
-    def allocate(self, view):
-        terms = decision(view, self.p)
+    def choose(self, view, terms):
         if terms.jobs.size >= 3:
             self.kept.append(terms.problem())
-        return super().allocate(view)
+        return super().choose(view, terms)
 
 
 def scaled(problem: PolluxProblem, k: int) -> PolluxProblem:
@@ -76,11 +75,11 @@ def measure(problem: PolluxProblem, index: int, k: int) -> dict:
     """One scaled program solved as the policy solves it; ``objective`` is Σ_j f(s_j)."""
     options = Pollux().solve_options()
     tic = time.perf_counter()
-    path = "bound" if bound_and_pack(problem) is not None else "milp"
     plan = solve_allocation(problem, "highs", options, start=problem.current)
     total = time.perf_counter() - tic
     return {"decision": index, "scale": k, "gpus": int(problem.capacity.sum()), "jobs": problem.num_jobs,
-            "options": int(problem.job.size), "path": path, "status": plan.status.value,
+            "options": int(problem.job.size), "path": "bound" if plan.by_bound else "milp",
+            "status": plan.status.value,
             "objective": plan.objective, "build_s": round(plan.build_seconds, 4),
             "solve_s": round(plan.solve_seconds, 4), "total_s": round(total, 4)}
 

@@ -140,7 +140,8 @@ def build(problem: PolluxProblem) -> Model:
 @dataclass(frozen=True)
 class PolluxPlan:
     """GPUs per job per node, the chosen option per job (-1: none), the objective Σ_j f(s_j) (larger
-    is better), the solver's status and times, and the model's size."""
+    is better), the solver's status and times, the model's size, and whether :func:`bound_and_pack`
+    gave the plan (then no model was built: its size is 0)."""
 
     gpus: np.ndarray
     option: np.ndarray
@@ -150,6 +151,7 @@ class PolluxPlan:
     solve_seconds: float
     num_integers: int
     num_rows: int
+    by_bound: bool = False
 
 
 def objective(problem: PolluxProblem, option: np.ndarray) -> float:
@@ -201,7 +203,8 @@ def bound_and_pack(problem: PolluxProblem) -> PolluxPlan | None:
     gpus = pack(p, option)
     if gpus is None:
         return None
-    return PolluxPlan(gpus, option, objective(p, option), Status.OPTIMAL, time.perf_counter() - t0, 0.0, 0, 0)
+    return PolluxPlan(gpus, option, objective(p, option), Status.OPTIMAL, time.perf_counter() - t0, 0.0, 0, 0,
+                      by_bound=True)
 
 
 def _aggregates(problem: PolluxProblem) -> tuple[np.ndarray, np.ndarray]:

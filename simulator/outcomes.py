@@ -167,8 +167,9 @@ class Allocations:
         row = np.repeat([part[0] for part in self._parts], count).astype(np.int64)
         jobs, gpus, nodes, batch = (np.concatenate([part[i] for part in self._parts]) if self._parts
                                     else np.zeros(0, dtype=np.int64) for i in range(1, 5))
-        return {"start": timeline["start"][row], "end": timeline["end"][row], "job_id": job_ids[jobs],
-                "gpus": gpus.astype(np.int64), "nodes": nodes.astype(np.int64), "batch_size": batch.astype(np.int64)}
+        return dict(zip(ALLOCATION_COLUMNS, (timeline["start"][row], timeline["end"][row], job_ids[jobs],
+                                             gpus.astype(np.int64), nodes.astype(np.int64), batch.astype(np.int64)),
+                        strict=True))
 
 
 def conform(jobs: dict, timeline: dict, summary: dict, worker_types) -> tuple[dict, dict, dict]:

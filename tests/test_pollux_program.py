@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations.pollux import PolluxProblem, objective, p_mean, solve_allocation, utility
+from formulations.pollux import PolluxProblem, bound_and_pack, build, objective, p_mean, solve_allocation, utility
+from optim import SolveOptions, solve
 
 
 def _rows(r: int, spread: bool, cap: np.ndarray):
@@ -69,7 +70,11 @@ def problems(draw):
 @given(problems())
 def test_the_program_finds_the_best_allocation_brute_force_finds(problem):
     plan = solve_allocation(problem)
-    assert plan.objective == pytest.approx(_brute_force(problem), rel=1e-9, abs=1e-9)
+    best = _brute_force(problem)
+    assert plan.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
+    milp = solve(build(problem), "highs", SolveOptions(mip_gap=1e-9))  # the MILP alone, without the bound
+    assert milp.objective + problem.num_jobs * utility(0.0) == pytest.approx(best, rel=1e-9, abs=1e-9)
+    assert plan.by_bound == (bound_and_pack(problem) is not None) and (plan.num_integers == 0) == plan.by_bound
     gpus = plan.gpus
     assert (gpus.sum(axis=0) <= problem.capacity).all()
     chosen = plan.option >= 0

@@ -156,7 +156,6 @@ class Slots:
         self.decision_seconds.append(self._admit_seconds + _time.perf_counter() - tick)
         self._admit_seconds = 0.0
         self._start(gpus, self.cache, self.shift, arriving=arriving)
-        self._log_allocations(v.decisions)
         v.decisions += 1
         self._decided = self._state()
 
@@ -418,14 +417,15 @@ class Slots:
         if self.coadaptive is not None:
             for j in moved.tolist():
                 self.coadaptive.reallocate(j, plan[j])
+        self._log_allocations(placed_on_nodes=plan is not None)
 
-    def _log_allocations(self, decision: int) -> None:
+    def _log_allocations(self, placed_on_nodes: bool) -> None:
+        """Record this decision's allocation (nodes spanned only where it was placed on nodes)."""
         v, ca = self.view, self.coadaptive
         on = np.flatnonzero(v.gpus > 0)
-        placed = self.policy.places or ca is not None or self.policy.charge is Charge.ON_PLACEMENT
-        nodes = (self.nodes[on] > 0).sum(axis=1) if placed else np.full(on.size, -1)
+        nodes = (self.nodes[on] > 0).sum(axis=1) if placed_on_nodes else np.full(on.size, -1)
         batch = v.batch_size[on] if ca is None else np.array([ca.batch(j) for j in on.tolist()], dtype=np.int64)
-        self.allocations.log(decision, on, v.gpus[on], nodes, batch)
+        self.allocations.log(v.decisions, on, v.gpus[on], nodes, batch)
 
     def _state(self) -> tuple[float, list, int, int]:
         """What a decision leaves the cluster doing: its efficiency, GPUs busy, jobs running and queued."""
