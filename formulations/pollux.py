@@ -4,25 +4,33 @@ the jobs' speedups.
 Jobs j, nodes n with C_n GPUs. Job j has options o (rows of :class:`PolluxProblem`): ``r_o`` GPUs
 on one node (``spread_o = 0``) or across two or more (``spread_o = 1``), worth speedup ``s_o``
 (the caller scales it and applies Pollux's restart penalty), or ``keep_o``: exactly its current
-GPUs per node ``b_j``; choosing no option leaves the job without GPUs (s = 0). With y_o ∈ {0,1},
-x_jn ∈ ℤ₊ (GPUs of j on n), z_jn ∈ {0,1} (j uses n), w_jn ∈ [0,1] and D_j = Σ_{o∈j, spread} y_o::
+GPUs per node ``b_j``; choosing no option leaves the job without GPUs (s = 0). A node hosts at most
+one spread job (Pollux's interference avoidance).
+
+Within a node only its total counts, and single-node jobs of equal size are interchangeable, as are
+the nodes spread jobs take a portion of. So the program places *patterns*, not jobs: a pattern π
+of a node of C GPUs is a spread portion q_π ∈ {0..C} and a count c_πs of single-node jobs of each
+size s, with q_π + Σ_s s c_πs ≤ C. Nodes holding GPUs now are groups of one; the other nodes of
+equal capacity are one group g of m_g nodes. With y_o ∈ {0,1} (moving options: not keep), v_gπ ∈
+ℤ₊ (nodes of g given π) and t_jq ∈ ℤ₊ (nodes on which spread job j takes q GPUs)::
 
     optimize  Σ_o (f(s_o) − f(0)) y_o        f(s) = (s + ε)^p (minimized for p < 0, maximized
                                              for p > 0), log(s + ε) (maximized, p = 0)
-    s.t.      Σ_{o∈j} y_o ≤ 1                                  every job
-              Σ_n x_jn = Σ_{o∈j} r_o y_o                        every job
-              z_jn ≤ x_jn ≤ C_n z_jn                            every job, node
-              2 D_j ≤ Σ_n z_jn ≤ 1 + (K − 1) D_j                one node, or two and more when spread
-              x_jn ≥ b_jn y_o                                   o: j's keep option
-              Σ_j x_jn ≤ C_n                                    every node
-              w_jn ≥ z_jn + D_j − 1,   Σ_j w_jn ≤ 1             one spread job per node at most
+    s.t.      Σ_{o∈j} y_o ≤ 1                                   every job
+              Σ_π v_gπ ≤ m_g                                    every group
+              Σ_gπ c_πs v_gπ = Σ_{o moving, single, r_o = s} y_o  every size s
+              Σ_gπ [q_π = q] v_gπ = Σ_j t_jq                     every portion q
+              Σ_q q t_jq = Σ_{o∈j moving, spread} r_o y_o        every job
+              Σ_q t_jq ≥ 2 Σ_{o∈j moving, spread} y_o            two nodes and more when spread
+              Σ_π (q_π + Σ_s s c_πs) v_nπ + Σ_{o keep} b_jn y_o ≤ C_n      every node n holding GPUs
+              Σ_π [q_π > 0] v_nπ + Σ_{o keep, spread, b_jn > 0} y_o ≤ 1     every node n holding GPUs
 
-Empty nodes of full capacity are interchangeable, so they are ordered by load (Σ_j x_jn ≥ Σ_j x_jn'
-for consecutive empty n < n'): a symmetry-breaking row that keeps one of every set of equal plans.
+Any solution is a plan (:func:`_decode` gives each pattern's slots and portions to the jobs), and
+every plan gives a solution, so the program is exact; it has no job-per-node variables and none of
+the symmetry between equal jobs and between empty nodes that a job-per-node program has.
 
 The p-mean ((1/J) Σ_j (s_j + ε)^p)^(1/p) is monotone in Σ_j f(s_j) and each job has one option
-(or none), so Σ_j f(s_j) = J f(0) + Σ_o (f(s_o) − f(0)) y_o is linear in y: the program is exact.
-The last pair of rows is Pollux's interference avoidance.
+(or none), so Σ_j f(s_j) = J f(0) + Σ_o (f(s_o) − f(0)) y_o is linear in y.
 
 :func:`solve_allocation` first tries :func:`bound_and_pack`: a dynamic program over the cluster's
 totals (GPUs, nodes hosting a spread job, half nodes) gives the best options when node packing is
@@ -32,6 +40,7 @@ solver. Otherwise the MILP above decides. Nothing here knows about time or trace
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -91,50 +100,140 @@ def p_mean(speedups, p: float = P, epsilon: float = EPSILON) -> float:
     return float(np.mean(s ** p) ** (1 / p))
 
 
-def build(problem: PolluxProblem) -> Model:
+@functools.lru_cache(maxsize=64)
+def node_patterns(capacity: int, sizes: tuple[int, ...], portions: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Every non-empty content of a node of ``capacity`` GPUs: a spread portion (0: none; 1 to
+    capacity when ``portions``) and a count of single-node jobs of each of ``sizes``, together at
+    most ``capacity`` GPUs. Returns portion (P,) and counts (P, len(sizes))."""
+    rows = []
+
+    def extend(prefix: tuple[int, ...], room: int) -> None:
+        k = len(prefix) - 1
+        if k == len(sizes):
+            rows.append(prefix)
+            return
+        for c in range(room // sizes[k] + 1):
+            extend((*prefix, c), room - c * sizes[k])
+
+    for portion in range(capacity + 1 if portions else 1):
+        extend((portion,), capacity - portion)
+    table = np.array([r for r in rows if any(r)], dtype=np.int64).reshape(-1, len(sizes) + 1)
+    return table[:, 0], table[:, 1:]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The pattern program's index sets: node groups (one per node holding GPUs now, one per
+    capacity for the others), each group's patterns (``group``, ``portion``, ``counts``), the
+    single sizes, and the jobs with a moving spread option (``spread_jobs``)."""
+
+    groups: list[np.ndarray]
+    group: np.ndarray
+    portion: np.ndarray
+    counts: np.ndarray
+    sizes: np.ndarray
+    spread_jobs: np.ndarray
+
+
+def _layout(problem: PolluxProblem) -> _Layout:
     p = problem
-    J, K, n_opt = p.num_jobs, p.num_nodes, p.job.size
-    cap = p.capacity.astype(float)
+    moving = ~p.keep
+    sizes = np.unique(p.replicas[moving & ~p.spread])
+    spread_jobs = np.unique(p.job[moving & p.spread])
+    held = p.current.sum(axis=0) > 0
+    groups = [np.array([n]) for n in np.flatnonzero(held).tolist()]
+    groups += [np.flatnonzero(~held & (p.capacity == c)) for c in np.unique(p.capacity[~held]).tolist()]
+    group, portion, counts = [], [], []
+    for g, nodes in enumerate(groups):
+        pr, ct = node_patterns(int(p.capacity[nodes[0]]), tuple(sizes.tolist()), bool(spread_jobs.size))
+        group.append(np.full(pr.size, g)), portion.append(pr), counts.append(ct)
+    return _Layout(groups, np.concatenate(group), np.concatenate(portion), np.concatenate(counts), sizes,
+                   spread_jobs)
+
+
+def build(problem: PolluxProblem) -> Model:
+    p, lay = problem, _layout(problem)
+    J, n_opt, V = p.num_jobs, p.job.size, lay.group.size
     m = Model("pollux")
     y = m.add_variables("y", n_opt, vtype="binary")
-    x = m.add_variables("x", (J, K), vtype="integer", ub=np.broadcast_to(cap, (J, K)))
-    z = m.add_variables("z", (J, K), vtype="binary")
-    w = m.add_variables("w", (J, K), ub=1.0)
-    jk = J * K
+    members = np.array([nodes.size for nodes in lay.groups], dtype=float)
+    v = m.add_variables("v", V, vtype="integer", ub=members[lay.group])
     pick = sp.csr_matrix((np.ones(n_opt), (p.job, np.arange(n_opt))), shape=(J, n_opt))
     m.add_rows("one_option", {y: pick}, hi=1.0)
-    per_job = sp.kron(sp.eye(J), np.ones((1, K)), format="csr")
-    m.add_rows("replicas", {x: per_job, y: -pick.multiply(p.replicas[None, :]).tocsr()}, lo=0.0, hi=0.0)
-    eye = sp.eye(jk, format="csr")
-    m.add_rows("uses", {z: eye, x: -eye}, hi=0.0)
-    m.add_rows("holds", {x: eye, z: -sp.diags(np.tile(cap, J), format="csr")}, hi=0.0)
-    spread = pick.multiply(p.spread.astype(float)[None, :]).tocsr()
-    m.add_rows("one_node", {z: per_job, y: -(K - 1) * spread}, hi=1.0)
-    m.add_rows("spread_nodes", {z: per_job, y: -2.0 * spread}, lo=0.0)
+    in_group = sp.csr_matrix((np.ones(V), (lay.group, np.arange(V))), shape=(len(lay.groups), V))
+    m.add_rows("group_nodes", {v: in_group}, hi=members)
+    moving = ~p.keep
+    single = sp.csr_matrix((np.ones(int((moving & ~p.spread).sum())),
+                            (np.searchsorted(lay.sizes, p.replicas[moving & ~p.spread]),
+                             np.flatnonzero(moving & ~p.spread))), shape=(lay.sizes.size, n_opt))
+    m.add_rows("singles", {v: sp.csr_matrix(lay.counts.T), y: -single}, lo=0.0, hi=0.0)
+    nodes = np.flatnonzero(p.current.sum(axis=0) > 0)
+    held = nodes.size
     kept = np.flatnonzero(p.keep)
-    if kept.size:
-        jobs = p.job[kept]
-        rows, nodes = np.nonzero(p.current[jobs] > 0)
-        count = rows.size
-        m.add_rows("keep", {x: sp.csr_matrix((np.ones(count), (np.arange(count), jobs[rows] * K + nodes)),
-                                             shape=(count, jk)),
-                            y: sp.csr_matrix((-p.current[jobs[rows], nodes].astype(float), (np.arange(count),
-                                                                                            kept[rows])),
-                                             shape=(count, n_opt))}, lo=0.0)
-    per_node = sp.kron(np.ones((1, J)), sp.eye(K), format="csr")
-    m.add_rows("capacity", {x: per_node}, hi=cap)
-    empty = np.flatnonzero((p.current.sum(axis=0) == 0) & (cap == cap.max()))
-    if empty.size > 1:
-        order = sp.csr_matrix((np.tile([1.0, -1.0], empty.size - 1),
-                               (np.repeat(np.arange(empty.size - 1), 2),
-                                np.column_stack([empty[:-1], empty[1:]]).ravel())), shape=(empty.size - 1, K))
-        m.add_rows("empty_nodes_by_load", {x: (order @ per_node).tocsr()}, lo=0.0)
-    spread_of = sp.kron(spread, np.ones((K, 1)), format="csr")
-    m.add_rows("interference", {w: eye, z: -eye, y: -spread_of}, lo=-1.0)
-    m.add_rows("one_spread_job", {w: per_node}, hi=1.0)
+    if held:
+        load = sp.csr_matrix(p.current[p.job[kept]][:, nodes].T.astype(float))
+        used = sp.csr_matrix(((lay.portion + lay.counts @ lay.sizes).astype(float),
+                              (lay.group, np.arange(V))), shape=(len(lay.groups), V))[:held]
+        m.add_rows("node_capacity", {v: used, y: _columns(load, kept, n_opt)}, hi=p.capacity[nodes].astype(float))
+        wide = kept[p.spread[kept]]
+        hosts = sp.csr_matrix((p.current[p.job[wide]][:, nodes].T > 0).astype(float))
+        hosting = sp.csr_matrix(((lay.portion > 0).astype(float), (lay.group, np.arange(V))),
+                                shape=(len(lay.groups), V))[:held]
+        m.add_rows("one_spread_job", {v: hosting, y: _columns(hosts, wide, n_opt)}, hi=1.0)
+    if lay.spread_jobs.size:
+        S, top = lay.spread_jobs.size, int(p.capacity.max())
+        t = m.add_variables("t", (S, top), vtype="integer")
+        each = np.arange(1, top + 1, dtype=float)
+        portion = sp.csr_matrix((np.ones(int((lay.portion > 0).sum())),
+                                 (lay.portion[lay.portion > 0] - 1, np.flatnonzero(lay.portion > 0))), shape=(top, V))
+        m.add_rows("portions", {v: portion, t: -sp.kron(np.ones((1, S)), sp.eye(top), format="csr")}, lo=0.0, hi=0.0)
+        wide = np.flatnonzero(moving & p.spread)
+        of_job = sp.csr_matrix((np.ones(wide.size), (np.searchsorted(lay.spread_jobs, p.job[wide]), wide)),
+                               shape=(S, n_opt))
+        m.add_rows("spread_size", {t: sp.kron(sp.eye(S), each[None, :], format="csr"),
+                                   y: -of_job.multiply(p.replicas[None, :]).tocsr()}, lo=0.0, hi=0.0)
+        m.add_rows("spread_hosts", {t: sp.kron(sp.eye(S), np.ones((1, top)), format="csr"), y: -2.0 * of_job},
+                   lo=0.0)
     gain = utility(p.speedup, p.p, p.epsilon) - utility(0.0, p.p, p.epsilon)
     m.set_objective({y: gain}, sense="max")
     return m
+
+
+def _columns(per_option: sp.csr_matrix, options: np.ndarray, n_opt: int) -> sp.csr_matrix:
+    """``per_option`` (rows × options.size) as a matrix over all ``n_opt`` options."""
+    return (per_option @ sp.csr_matrix((np.ones(options.size), (np.arange(options.size), options)),
+                                       shape=(options.size, n_opt))).tocsr()
+
+
+def _decode(problem: PolluxProblem, option: np.ndarray, v: np.ndarray, t: np.ndarray | None) -> np.ndarray:
+    """GPUs per job per node of the pattern program's solution: kept jobs keep their GPUs; each
+    group's patterns go to its nodes in order; single-node jobs of each size take the slots of that
+    size, spread jobs their portions (``t``), in node order."""
+    p, lay = problem, _layout(problem)
+    gpus = np.zeros((p.num_jobs, p.num_nodes), dtype=np.int64)
+    chosen = np.flatnonzero(option >= 0)
+    kept = chosen[p.keep[option[chosen]]]
+    gpus[kept] = p.current[kept]
+    slots: dict[int, list[int]] = {int(s): [] for s in lay.sizes.tolist()}
+    portions: dict[int, list[int]] = {}
+    filled = {g: 0 for g in range(len(lay.groups))}
+    for k in np.flatnonzero(v > 0).tolist():
+        g = int(lay.group[k])
+        for _ in range(int(v[k])):
+            n = int(lay.groups[g][filled[g]])
+            filled[g] += 1
+            for s, c in zip(lay.sizes.tolist(), lay.counts[k].tolist(), strict=True):
+                slots[s] += [n] * c
+            if lay.portion[k]:
+                portions.setdefault(int(lay.portion[k]), []).append(n)
+    moving = chosen[~p.keep[option[chosen]]]
+    for j in moving[~p.spread[option[moving]]].tolist():
+        gpus[j, slots[int(p.replicas[option[j]])].pop(0)] = p.replicas[option[j]]
+    for row, j in enumerate(lay.spread_jobs.tolist()):
+        for q in np.flatnonzero(t[row] > 0).tolist() if t is not None else []:
+            for _ in range(int(t[row, q])):
+                gpus[j, portions[q + 1].pop(0)] = q + 1
+    return gpus
 
 
 @dataclass(frozen=True)
@@ -279,22 +378,21 @@ def solve_allocation(problem: PolluxProblem, solver: str = "highs", options: Sol
     y = result.value("y") > 0.5
     option = np.full(problem.num_jobs, -1, dtype=np.int64)
     option[problem.job[y]] = np.flatnonzero(y)
-    gpus = np.rint(result.value("x")).astype(np.int64).reshape(problem.num_jobs, problem.num_nodes)
+    t = np.rint(result.value("t")).astype(np.int64) if "t" in result.blocks else None
+    gpus = _decode(problem, option, np.rint(result.value("v")).astype(np.int64), t)
     return PolluxPlan(gpus, option, objective(problem, option), result.status, built,
                       result.timings.translate + result.timings.solve, canon.num_integers, canon.num_rows)
 
 
 def _start_vector(problem: PolluxProblem, gpus: np.ndarray) -> np.ndarray | None:
-    """The MIP start of the keep options (every job with GPUs keeps them), or None."""
+    """The MIP start of the keep options (every job with GPUs keeps them, no other job moves in),
+    or None."""
     p = problem
-    n_opt = p.job.size
-    y = np.zeros(n_opt)
     holds = gpus.sum(axis=1) > 0
     keep = np.flatnonzero(p.keep)
     if (np.asarray(gpus) != p.current).any() or not set(np.flatnonzero(holds)) <= set(p.job[keep].tolist()):
         return None
+    y = np.zeros(p.job.size)
     y[keep[holds[p.job[keep]]]] = 1.0
-    z = (gpus > 0).astype(float)
-    spread = z.sum(axis=1) > 1
-    w = z * spread[:, None]
-    return np.concatenate([y, gpus.ravel().astype(float), z.ravel(), w.ravel()])
+    lay = _layout(p)
+    return np.concatenate([y, np.zeros(lay.group.size + lay.spread_jobs.size * int(p.capacity.max()))])
