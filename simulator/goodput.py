@@ -19,10 +19,12 @@ placement; :func:`batch_config` is the rule for a fixed global batch.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import Bounds, minimize
+from threadpoolctl import ThreadpoolController
 
 from simulator.applications import gain
 
@@ -86,13 +88,22 @@ def fit_perf_params(nodes, replicas, atomic, compute_time, step_time) -> PerfPar
         start[[3, 5]], pinned[[3, 5]] = _TINY, True
     lo[pinned], hi[pinned] = start[pinned], start[pinned]
     data = (nodes, replicas, atomic, log_c, log_t)
-    theta = minimize(fit_loss, start, args=data, jac=True, method="L-BFGS-B",
-                     bounds=Bounds(lo, hi, keep_feasible=True)).x
+    with _blas().limit(limits=1, user_api="blas"):
+        theta = minimize(fit_loss, start, args=data, jac=True, method="L-BFGS-B",
+                         bounds=Bounds(lo, hi, keep_feasible=True)).x
     theta[pinned] = start[pinned]
     if not multi_node:
         theta[2] = max(theta[2], 1.1 * theta[4])
         theta[3] = max(theta[3], 1.1 * theta[5])
     return PerfParams(*map(float, theta))
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The process's BLAS libraries. A fit runs on one BLAS thread: L-BFGS-B's products of 7
+    parameters gain nothing from more, and OpenBLAS's idle threads spin, taking the CPU from the
+    simulation (twice its CPU time) and from any run beside it."""
+    return ThreadpoolController()
 
 
 def fit_loss(theta, nodes, replicas, atomic, log_c, log_t):
