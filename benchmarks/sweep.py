@@ -347,9 +347,9 @@ def write_outputs(frame: pd.DataFrame, info: dict, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "bench.csv", out / "bench.parquet", out / "bench.png", out / "machine.json"]
     write_atomically(paths[0], rows.to_csv(index=False))
-    tmp = paths[1].with_suffix(".parquet.tmp")
-    rows.to_parquet(tmp, index=False)
-    tmp.replace(paths[1])
+    parquet = io.BytesIO()
+    rows.to_parquet(parquet, index=False)
+    write_atomically(paths[1], parquet.getvalue())
     plot(rows, paths[2])
     write_atomically(paths[3], json.dumps(info, indent=2) + "\n")
     return paths
@@ -397,6 +397,6 @@ def _save_small_png(fig, path: Path) -> None:
 
     buffer = io.BytesIO()
     fig.savefig(buffer, dpi=80, format="png")
-    tmp = path.with_suffix(".png.tmp")
-    Image.open(buffer).convert("RGB").quantize(64).save(tmp, format="png", optimize=True)
-    tmp.replace(path)
+    small = io.BytesIO()
+    Image.open(buffer).convert("RGB").quantize(64).save(small, format="png", optimize=True)
+    write_atomically(path, small.getvalue())

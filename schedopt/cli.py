@@ -13,10 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from allocators import ALL_POLICIES, POLICIES, ProgramClass, UnknownPolicyError, make_policy
-from allocators.gavel.allox import SHOCKWAVE_ALLOX
 from allocators.registry import SLOT_POLICIES, policy_class
-from allocators.round_plans import RoundPlanner
-from allocators.shockwave.config import read_shockwave_config
 from formulations import ProblemError, allocation_violations
 from optim import Capability, OptimError, SolveOptions, all_backends, backends_with
 from simulator import (
@@ -34,13 +31,11 @@ from simulator import (
 )
 from simulator.engine import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
-from simulator.files import write_atomically
-from simulator.pollux_traces import is_pollux_workload
+from simulator.files import check_out_dir, write_atomically
 from simulator.reports import check_output_path, write_allocation
-from simulator.simulate import EXAMPLE, default_solver, simulate_pollux
-from simulator.simulate import simulate as run_simulation
-from simulator.throughputs import find_gavel_table
-from simulator.traces import read_trace, write_trace
+from simulator.request import SimulateRequest, run_request, table_for_trace
+from simulator.simulate import EXAMPLE, default_solver
+from simulator.traces import read_trace
 
 from .output import (
     bench_bar,
@@ -180,15 +175,6 @@ def solve(
         raise typer.Exit(1)
 
 
-def _window(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    lo, sep, hi = text.partition(":")
-    if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
-        raise ValueError(f"--window {text!r}: expected FIRST:END job ids, e.g. 100:400")
-    return int(lo), int(hi)
-
-
 @app.command()
 @user_errors
 def bench(
@@ -204,6 +190,7 @@ def bench(
     time_limit: float | None = typer.Option(None, help="Per-solve time limit, seconds."),
     throughputs: Path | None = typer.Option(None, help="Gavel JSON throughput table [default: built-in]."),
     out: Path = typer.Option(Path("bench"), help="Directory for bench.csv / .parquet / .png and machine.json."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results DIR already holds."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
     """Solve time against size: every policy x job count x worker types x backend, timed build / translate /
@@ -225,8 +212,7 @@ def bench(
     sweep = Sweep(policies=policies, jobs=tuple(jobs), backends=backends, worker_types=type_sets,
                   gpus_per_type=tuple(gpus_per_type) or (None,), seeds=tuple(seed), repeat=repeat,
                   time_limit=time_limit)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"bench: --out {str(out)!r} is a file; give a directory")
+    check_out_dir(out, overwrite)
     info = machine()
     with bench_bar(progress, sweep.num_solves) as step:
         frame = pd.DataFrame(list(run(sweep, table, on_row=step)))
@@ -291,6 +277,7 @@ def simulate_command(
     write_trace_to: Path | None = typer.Option(None, "--write-trace", help="Write the generated workload as a trace."),
     out: Path | None = typer.Option(None, help=(
         "Write jobs.csv, timeline.csv, solves.csv and summary.json into DIR.")),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results DIR already holds."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
     cluster_spec: Path | None = typer.Option(None, help=(
         "Deadline runs: cluster spec CSV (num_switch,num_node_p_switch,num_gpu_p_node,...); with "
@@ -315,90 +302,12 @@ def simulate_command(
     """Replay a trace (Gavel, Shockwave, a Pollux workload, or with --cluster-spec and --throughput-dir an
     ElasticFlow / ITP deadline trace), or a generated workload, under any policy (see `schedopt policies`)
     and report JCT, makespan, utilization, fairness, deadlines and solver time."""
-    given = {"round_length": round_length, "reset_interval": reset_interval, "overhead": overhead}
-    fields = {"gpus_per_server": gpus_per_server, "unconsolidated": unconsolidated, "seed": seed,
-              "window": _window(window), "gavel_compat": gavel_compat,
-              **{k: v for k, v in given.items() if v is not None}}
-    if max_runtime_factor is not None:
-        fields["max_runtime_factor"] = max_runtime_factor or None
-    if cluster_spec is not None or throughput_dir is not None:
-        from .deadlines import simulate_deadlines_command
-
-        policy = policy or "elasticflow"
-        shockwave = policy == "shockwave"
-        round_config = SimulationConfig.from_preset(preset or ("shockwave" if shockwave else "gavel"), **fields)
-        fields.pop("gpus_per_server")
-        with progress_bar(progress, "decisions") as report:
-            result = simulate_deadlines_command(
-                trace=trace, cluster_spec=cluster_spec, throughput_dir=throughput_dir, policy=policy,
-                solver=solver if solver != "auto" or policy in SLOT_POLICIES else default_solver(policy),
-                slot=slot, preset=preset, gpu_type=gpu_type, overhead=overhead, deadlines=deadlines, report=report,
-                round_config=round_config)
-        return show_result(result, out)
-    if trace is not None and is_pollux_workload(trace):
-        policy = policy or "tiresias"
-        with progress_bar(progress, "decisions") as report:
-            result = simulate_pollux(trace, applications, policy=policy, solver="highs" if solver == "auto" else solver,
-                                     slot=slot, preset=preset, progress=report)
-        return show_result(result, out)
-    policy = policy or "max_min_fairness_perf"
-    sources = sum((trace is not None, generate is not None, example))
-    if sources != 1:
-        raise ValueError("give exactly one of --trace FILE, --generate N or --example")
-    if out is not None and out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out}: exists and is not a directory")
-    generated = None
-    if example:
-        cluster = cluster or EXAMPLE["cluster"]
-        generated = {k: v for k, v in EXAMPLE.items() if k != "cluster"}
-    elif generate is not None:
-        generated = {"num_jobs": generate, "lam": lam, "multi_gpu": multi_gpu,
-                     "priority_fraction": priority_fraction, "seed": seed}
-    if write_trace_to is not None and generated is None:
-        raise ValueError("--write-trace needs --generate or --example")
-    if config_file is not None and policy != "shockwave":
-        raise ValueError(f"--config is for --policy shockwave, not {policy!r}")
-    params = {"config": read_shockwave_config(config_file)} if config_file is not None else {}
-    table = read_gavel_json(throughputs) if throughputs else example_table()
-    spec = parse_cluster(cluster or DEFAULT_CLUSTER)
-    workload = read_trace(trace) if trace is not None else None
-    shockwave = policy == "shockwave" or (workload is not None and workload.adaptive)
-    config = SimulationConfig.from_preset(preset or ("shockwave" if shockwave else "gavel"), **fields)
-    if shockwave and policy == "allox":
-        params.update(SHOCKWAVE_ALLOX)
-        err.print("allox: Shockwave's multi-GPU variant, alpha 0.2 (a gang of s GPUs counts as one job per type)",
-                  soft_wrap=True)
-    if throughputs is None and workload is not None:
-        table = _table_for(workload, trace, table)
-    if generated is not None:
-        from simulator.generator import generate_trace
-
-        workload = generate_trace(table, **generated)
-        if write_trace_to is not None:
-            write_trace(workload, write_trace_to)
-            console.print(f"wrote {write_trace_to}")
-    slots = policy in SLOT_POLICIES
-    solver_spec = solver if slots else default_solver(policy, config.gavel_compat) if solver == "auto" else solver
-    replans = issubclass(POLICIES.get(policy, object), RoundPlanner)
-    with progress_bar(progress, "decisions" if slots else "re-plans" if replans else "solves") as report:
-        result = run_simulation(workload, policy=policy, solver=solver_spec, cluster=spec, throughputs=table,
-                                config=config, prices=prices, progress=report, policy_params=params,
-                                deadlines=deadlines, slot=slot, preset=preset)
+    check_out_dir(out, overwrite)
+    req = SimulateRequest(**{k: str(v) if isinstance(v, Path) else v for k, v in locals().items()
+                             if k in SimulateRequest.options()})
+    with progress_bar(progress, req.progress_unit()) as report:
+        result = run_request(req, progress=report, say=functools.partial(err.print, soft_wrap=True))
     show_result(result, out)
-
-
-def _table_for(workload, trace: Path, builtin):
-    """The built-in table when it knows every job type of the trace; else Gavel's table
-    found beside the trace (said on stderr); else the built-in one (the run then names the
-    first unknown job type)."""
-    known = set(builtin.keys)
-    if all((t, int(s)) in known for t, s in zip(workload.job_types, workload.scale_factors)):
-        return builtin
-    found = find_gavel_table(trace)
-    if found is None:
-        return builtin
-    err.print(f"throughputs: {found} (found near the trace; --throughputs FILE to choose another)", soft_wrap=True)
-    return read_gavel_json(found)
 
 
 @app.command("run")
@@ -433,6 +342,7 @@ def run_command(
     throughput_dir: Path | None = typer.Option(None, help="Deadline traces: directory of per-model iteration tables."),
     out: Path | None = typer.Option(None, help=(
         "Write jobs.csv, timeline.csv, solves.csv, summary.json and the jobs' checkpoints/ into DIR.")),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results DIR already holds."),
     compare_simulation: bool = typer.Option(False, "--compare-simulation", help=(
         "Also simulate the trace with the same table and print the per-job and summary differences "
         "(written to fidelity.csv).")),
@@ -454,8 +364,8 @@ def run_command(
         raise ValueError(f"--model-size {model_size!r}: expected one of {', '.join(MODEL_SIZES)}")
     if address is not None and slots is not None:
         raise ValueError("--slots is for a local Ray; the cluster at --address brings its own GPUs or slots")
-    if out is not None and out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out}: exists and is not a directory")
+    check_out_dir(out, overwrite)
+    say = functools.partial(err.print, soft_wrap=True)
     if policy not in POLICIES and policy not in SLOT_POLICIES:
         raise UnknownPolicyError(f"unknown policy {policy!r}; known: {', '.join(sorted({*POLICIES, *SLOT_POLICIES}))}")
     if policy in POLICIES and policy_class(policy).uses_pairs:
@@ -475,7 +385,7 @@ def run_command(
         jobs = read_trace(trace)
         if jobs.adaptive:
             raise ValueError(f"{trace}: jobs that adapt their batch size (accordion / gns) cannot run for real yet")
-        table = read_gavel_json(throughputs) if throughputs else _table_for(jobs, trace, example_table())
+        table = read_gavel_json(throughputs) if throughputs else table_for_trace(jobs, trace, example_table(), say)
         spec = parse_cluster(cluster or f"{table.worker_types[0]}={slots or 1}")
         args = {"solver": solver_spec, "cluster": spec, "throughputs": table, "config": config,
                 "deadlines": deadlines, "slot": slot, "preset": preset}
