@@ -37,6 +37,7 @@ from simulator.request import SimulateRequest, run_request, table_for_trace
 from simulator.simulate import EXAMPLE, default_solver
 from simulator.traces import read_trace
 
+from .experiment_commands import register as register_experiments
 from .output import (
     bench_bar,
     console,
@@ -475,6 +476,9 @@ def _positive_ints(text: str, option: str) -> list[int]:
     if not all(p.isdigit() and int(p) >= 1 for p in parts):
         raise ValueError(f"{option} {text!r}: expected comma-separated positive integers, e.g. 1,2,4")
     return [int(p) for p in parts]
+
+
+register_experiments(app, user_errors)
 
 
 def main() -> None:

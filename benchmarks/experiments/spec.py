@@ -1,0 +1,151 @@
+"""An experiment file: the axes of a grid of ``schedopt simulate`` runs and their fixed options.
+
+    [experiment]
+    name = "gavel-jct-vs-load"
+    sweep = "lam"                       # the swept parameter the report plots metrics against
+
+    [fixed]                             # options every cell shares
+    generate = 60
+    cluster = "v100=8,p100=8,k80=8"
+
+    [axes]                              # one list per option: the grid is their product
+    policy = ["max_min_fairness_perf", "fifo"]
+    lam = [900.0, 1800.0]
+    seed = [0, 1, 2]
+
+    [axes.trace]                        # or a table: each value under the label figures show
+    "0.5" = "{data}/pollux/workloads-0.5/workload-1.csv"
+    "1.0" = "{data}/pollux/workloads/workload-1.csv"
+
+Keys are ``schedopt simulate`` options, spelt as on the command line or with underscores
+(``multi-gpu``, ``multi_gpu``; ``round`` is ``round_length``, ``config`` ``config_file``). A string
+value may hold ``{data}``, replaced by the ``data`` folder given when the file is read; relative
+paths are taken from the folder the file is in. Each cell is keyed by a hash of its options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomllib
+
+from simulator.request import SimulateRequest
+
+#: command-line spellings that differ from the option's name
+ALIASES = {"round": "round_length", "config": "config_file", "write_trace": "write_trace_to"}
+#: options a sweep cell cannot take (the sweep writes each cell's files itself)
+NOT_IN_CELLS = ("write_trace_to",)
+#: options that name files or folders
+PATHS = ("trace", "throughputs", "config_file", "cluster_spec", "throughput_dir", "applications")
+
+
+class ExperimentError(ValueError):
+    """An experiment file that cannot be read: the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid: its options (as given: fixed and this cell's axis values), its axis
+    labels (the value itself, or its label where the axis is a table), and its key (a hash of the
+    options)."""
+
+    options: dict
+    axes: dict
+    key: str
+
+    def request(self, base: Path) -> SimulateRequest:
+        """The cell's simulation, relative paths taken from ``base``."""
+        opts = dict(self.options)
+        for name in PATHS:
+            if opts.get(name) is not None:
+                opts[name] = str(base / opts[name]) if not os.path.isabs(opts[name]) else opts[name]
+        return SimulateRequest(**opts)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment file read: its name, swept parameter (or None), fixed options, axes (in the
+    file's order; each a dict label → value), the folder its relative paths start from, and its key."""
+
+    name: str
+    sweep: str | None
+    fixed: dict
+    axes: dict[str, dict]
+    base: Path
+    key: str = field(default="")
+
+    def cells(self) -> list[Cell]:
+        """The grid: every combination of the axes' values, the last axis varying fastest."""
+        names = list(self.axes)
+        out = []
+        for labels in itertools.product(*(list(self.axes[n]) for n in names)):
+            options = {**self.fixed, **{n: self.axes[n][lab] for n, lab in zip(names, labels, strict=True)}}
+            out.append(Cell(options, dict(zip(names, labels, strict=True)), digest(options)))
+        return out
+
+
+def digest(options: dict) -> str:
+    """A cell's key: the SHA-256 of its options as sorted JSON (16 hex digits)."""
+    return hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def read_experiment(path: str | os.PathLike, data: str | os.PathLike | None = None) -> Experiment:
+    """Read an experiment file (module doc); ``data`` replaces ``{data}`` in its strings."""
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ExperimentError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ExperimentError(f"{path}: not TOML: {exc}") from None
+    unknown = set(doc) - {"experiment", "fixed", "axes"}
+    if unknown:
+        raise ExperimentError(f"{path}: unknown table [{sorted(unknown)[0]}] (tables: experiment, fixed, axes)")
+    head = doc.get("experiment", {})
+    bad = set(head) - {"name", "sweep", "description"}
+    if bad:
+        raise ExperimentError(f"{path}: experiment.{sorted(bad)[0]}: unknown key (keys: name, sweep, description)")
+    fixed = {_option(path, "fixed", k): _value(path, f"fixed.{k}", v, data) for k, v in doc.get("fixed", {}).items()}
+    axes = {}
+    for k, values in doc.get("axes", {}).items():
+        name = _option(path, "axes", k)
+        if not isinstance(values, list | dict) or not values:
+            raise ExperimentError(f"{path}: axes.{k}: expected a non-empty list of values, or a table label = value")
+        if name in fixed:
+            raise ExperimentError(f"{path}: axes.{k}: also in [fixed]; give it in one place")
+        pairs = values.items() if isinstance(values, dict) else ((v, v) for v in values)
+        axes[name] = {lab: _value(path, f"axes.{k}", v, data) for lab, v in pairs}
+        if len(axes[name]) < len(values):
+            raise ExperimentError(f"{path}: axes.{k}: a value repeats")
+    sweep = head.get("sweep")
+    if sweep is not None:
+        sweep = ALIASES.get(sweep.replace("-", "_"), sweep.replace("-", "_"))
+        if sweep not in axes:
+            raise ExperimentError(f"{path}: experiment.sweep: {head['sweep']!r} is not an axis "
+                                  f"(axes: {', '.join(axes) or 'none'})")
+    exp = Experiment(str(head.get("name", path.stem)), sweep, fixed, axes, path.parent.resolve())
+    return Experiment(exp.name, exp.sweep, exp.fixed, exp.axes, exp.base, digest({"fixed": fixed, "axes": axes}))
+
+
+def _option(path: Path, table: str, key: str) -> str:
+    name = key.replace("-", "_")
+    name = ALIASES.get(name, name)
+    if name not in SimulateRequest.options() or name in NOT_IN_CELLS:
+        known = ", ".join(o for o in SimulateRequest.options() if o not in NOT_IN_CELLS)
+        raise ExperimentError(f"{path}: {table}.{key}: not a simulate option (options: {known})")
+    return name
+
+
+def _value(path: Path, where: str, value, data):
+    if isinstance(value, str) and "{data}" in value:
+        if data is None:
+            raise ExperimentError(f"{path}: {where}: uses {{data}}; give the data folder (--data DIR)")
+        value = value.replace("{data}", str(Path(data).resolve()))
+    if not isinstance(value, str | int | float | bool):
+        raise ExperimentError(f"{path}: {where}: expected a string, number or boolean, not {type(value).__name__}")
+    return value
