@@ -40,11 +40,15 @@ def sweep(
     cells = len(exp.cells())
     err.print(f"{exp.name}: {cells} cells ({' x '.join(f'{len(v)} {k}' for k, v in exp.axes.items()) or 'one'})",
               soft_wrap=True)
+    last = []
     with _SweepBar(progress, cells) as step:
-        rows = run_sweep(exp, out, workers=workers or cpu_count(), address=address, force=force, on_progress=step)
+        rows = run_sweep(exp, out, workers=workers or cpu_count(), address=address, force=force,
+                         on_progress=lambda state: (last.append(state), step(state)))
     failed = [r for r in rows if r["status"] != "ok"]
-    console.print(f"{len(rows) - len(failed)} of {cells} cells finished, {len(failed)} failed; wrote "
-                  f"{out / 'results.csv'}, {out / 'results.parquet'}")
+    before = last[-1].skipped if last else 0
+    console.print(f"{len(rows) - len(failed)} of {cells} cells finished ({len(rows) - before} run now, {before} "
+                  f"finished before), {len(failed)} failed; wrote {out / 'results.csv'}, {out / 'results.parquet'}",
+                  soft_wrap=True)
     reasons = Counter(row["error"] for row in failed)
     for reason, count in reasons.most_common(5):
         err.print(f"failed ({count} cell{'s' if count > 1 else ''}): {reason}", soft_wrap=True, markup=False)

@@ -26,7 +26,7 @@ class Run:
     sweep: str | None = None
     options: dict = field(default_factory=dict)
     x: int | None = None
-    x_label: object = None
+    x_value: object = None
 
     def frame(self, name: str) -> pd.DataFrame:
         """``jobs``, ``timeline`` or ``solves`` of the run (empty when the file is empty or absent)."""
@@ -39,19 +39,20 @@ class Run:
 @dataclass
 class Collection:
     """The runs of a report, the sweeps among them (name → swept parameter), each sweep's swept
-    values in axis order, and the folders given."""
+    values in axis order and axis label (None: the report's own), and the folders given."""
 
     runs: list[Run]
     sweeps: dict[str, str | None]
     folders: list[Path]
     values: dict[str, list] = field(default_factory=dict)
+    x_labels: dict[str, str | None] = field(default_factory=dict)
 
     def labels(self) -> list[str]:
         return list(dict.fromkeys(r.label for r in self.runs))
 
     def table(self) -> pd.DataFrame:
         """One row per run: label, sweep, swept value and every scalar summary metric."""
-        rows = [{"label": r.label, "sweep": r.sweep or "", "x": r.x_label,
+        rows = [{"label": r.label, "sweep": r.sweep or "", "x": r.x_value,
                  **{k: v for k, v in r.summary.items() if not isinstance(v, list | dict)}} for r in self.runs]
         return pd.DataFrame(rows)
 
@@ -61,12 +62,14 @@ def collect(folders: list[Path]) -> Collection:
     runs: list[Run] = []
     sweeps: dict[str, str | None] = {}
     values: dict[str, list] = {}
+    x_labels: dict[str, str | None] = {}
     for folder in folders:
         if (folder / "experiment.json").exists():
             exp = json.loads((folder / "experiment.json").read_text())
             name = exp["name"] if exp["name"] not in sweeps else f"{exp['name']} ({folder})"
             sweeps[name] = exp.get("sweep")
             values[name] = exp["axes"][exp["sweep"]] if exp.get("sweep") else []
+            x_labels[name] = exp.get("x_label")
             runs += _sweep_runs(folder, name, exp)
         elif (folder / "summary.json").exists():
             runs.append(Run("", folder, json.loads((folder / "summary.json").read_text())))
@@ -75,14 +78,20 @@ def collect(folders: list[Path]) -> Collection:
     if not runs:
         raise ValueError(f"{', '.join(map(str, folders))}: no finished run to report")
     _label_single_runs([r for r in runs if r.sweep is None])
-    return Collection(runs, sweeps, list(folders), values)
+    return Collection(runs, sweeps, list(folders), values, x_labels)
 
 
 def _sweep_runs(folder: Path, name: str, exp: dict) -> list[Run]:
     swept = exp.get("sweep")
     shown = [a for a in exp["axes"] if a not in ("seed", swept)]
     runs = []
-    for cell in sorted((folder / "cells").glob("*/row.json")):
+    axes = exp["axes"]
+
+    def grid_order(path: Path) -> tuple:
+        labels = json.loads((path.parent / "cell.json").read_text())["axes"]
+        return tuple(axes[a].index(labels[a]) if labels.get(a) in axes[a] else -1 for a in axes)
+
+    for cell in sorted((folder / "cells").glob("*/row.json"), key=grid_order):
         row = json.loads(cell.read_text())
         if row.get("status") != "ok":
             continue

@@ -207,7 +207,7 @@ def _against(plt, col: Collection, sweep: str, param: str, styles) -> list[Figur
             ax.plot(x, stats["mean"], label=label, color=styles[label]["color"], marker=styles[label]["marker"],
                     markersize=3)
             ax.fill_between(x, stats["min"], stats["max"], color=styles[label]["color"], alpha=0.15, linewidth=0)
-        ax.set_xlabel(PARAMETERS.get(param, param))
+        ax.set_xlabel(col.x_labels.get(sweep) or PARAMETERS.get(param, param))
         if not numeric:
             ax.set_xticks(position, [Path(str(v)).stem if "/" in str(v) else str(v) for v in values],
                           rotation=30 if len(values) > 4 else 0)

@@ -122,7 +122,8 @@ def prepare(exp: Experiment, out: Path, overwrite: bool) -> None:
     elif out.exists() and any((out / name).exists() for name in ("summary.json", *RESULTS)) and not overwrite:
         raise ResultsExistError(f"--out {out}: holds results of an earlier run; give --overwrite to replace "
                                 f"them, or another folder")
-    doc = {"name": exp.name, "key": exp.key, "sweep": exp.sweep, "fixed": exp.fixed,
+    doc = {"name": exp.name, "key": exp.key, "sweep": exp.sweep, "x_label": exp.x_label,
+           "fixed": exp.fixed,
            "axes": {k: list(v) for k, v in exp.axes.items()}, "base": str(exp.base)}
     write_atomically(marker, json.dumps(doc, indent=2) + "\n")
 

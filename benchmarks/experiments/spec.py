@@ -3,6 +3,7 @@
     [experiment]
     name = "gavel-jct-vs-load"
     sweep = "lam"                       # the swept parameter the report plots metrics against
+    x_label = "mean seconds between arrivals"   # its axis label in figures (default: a known one)
 
     [fixed]                             # options every cell shares
     generate = 60
@@ -70,7 +71,8 @@ class Cell:
 @dataclass(frozen=True)
 class Experiment:
     """An experiment file read: its name, swept parameter (or None), fixed options, axes (in the
-    file's order; each a dict label → value), the folder its relative paths start from, and its key."""
+    file's order; each a dict label → value), the folder its relative paths start from, its key,
+    and the swept parameter's axis label (None: the report's own)."""
 
     name: str
     sweep: str | None
@@ -78,6 +80,7 @@ class Experiment:
     axes: dict[str, dict]
     base: Path
     key: str = field(default="")
+    x_label: str | None = None
 
     def cells(self) -> list[Cell]:
         """The grid: every combination of the axes' values, the last axis varying fastest."""
@@ -107,9 +110,10 @@ def read_experiment(path: str | os.PathLike, data: str | os.PathLike | None = No
     if unknown:
         raise ExperimentError(f"{path}: unknown table [{sorted(unknown)[0]}] (tables: experiment, fixed, axes)")
     head = doc.get("experiment", {})
-    bad = set(head) - {"name", "sweep", "description"}
+    bad = set(head) - {"name", "sweep", "x_label", "description"}
     if bad:
-        raise ExperimentError(f"{path}: experiment.{sorted(bad)[0]}: unknown key (keys: name, sweep, description)")
+        raise ExperimentError(f"{path}: experiment.{sorted(bad)[0]}: unknown key "
+                              f"(keys: name, sweep, x_label, description)")
     fixed = {_option(path, "fixed", k): _value(path, f"fixed.{k}", v, data) for k, v in doc.get("fixed", {}).items()}
     axes = {}
     for k, values in doc.get("axes", {}).items():
@@ -128,8 +132,8 @@ def read_experiment(path: str | os.PathLike, data: str | os.PathLike | None = No
         if sweep not in axes:
             raise ExperimentError(f"{path}: experiment.sweep: {head['sweep']!r} is not an axis "
                                   f"(axes: {', '.join(axes) or 'none'})")
-    exp = Experiment(str(head.get("name", path.stem)), sweep, fixed, axes, path.parent.resolve())
-    return Experiment(exp.name, exp.sweep, exp.fixed, exp.axes, exp.base, digest({"fixed": fixed, "axes": axes}))
+    return Experiment(str(head.get("name", path.stem)), sweep, fixed, axes, path.parent.resolve(),
+                      digest({"fixed": fixed, "axes": axes}), head.get("x_label"))
 
 
 def _option(path: Path, table: str, key: str) -> str:
