@@ -109,7 +109,8 @@ def _distribution_runs(col: Collection) -> dict[str, list[Run]]:
 
 
 def _where(col: Collection) -> str:
-    params = [f"{p} = {col.values[s][max(r.x for r in col.runs if r.sweep == s)]}"
+    params = [f"{col.x_labels.get(s) or PARAMETERS.get(p, p)} = "
+              f"{col.values[s][max(r.x for r in col.runs if r.sweep == s)]}"
               for s, p in col.sweeps.items() if p and any(r.sweep == s for r in col.runs)]
     return f" (sweeps at {', '.join(params)}, seeds pooled)" if params else ""
 

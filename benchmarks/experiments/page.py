@@ -14,7 +14,7 @@ import pandas as pd
 from simulator.files import ResultsExistError, write_atomically
 
 from .collect import Collection, collect
-from .figures import Figure, figures
+from .figures import PARAMETERS, Figure, figures
 
 #: summary columns of the page's table: (metric, heading, scale, format)
 COLUMNS = (("jobs_completed", "jobs done", 1, "{:,.0f}"), ("average_jct", "avg JCT (h)", 1 / 3600, "{:,.2f}"),
@@ -45,7 +45,9 @@ def write_report(folders: list[Path], out: Path, overwrite: bool = False) -> lis
 def summary_table(col: Collection) -> pd.DataFrame:
     """Per label (and sweep, swept value): runs and the mean of each :data:`COLUMNS` metric."""
     frame = col.table()
-    keys = ["label"] + (["sweep", "x"] if frame["x"].notna().any() else [])
+    frame["order"] = [(col.labels().index(r.label), r.sweep or "", -1 if r.x is None else r.x) for r in col.runs]
+    frame = frame.sort_values("order", kind="stable").drop(columns="order")
+    keys = ["label"] + (["sweep"] if len(col.sweeps) > 1 else []) + (["x"] if frame["x"].notna().any() else [])
     metrics = [m for m, *_ in COLUMNS if m in frame and pd.to_numeric(frame[m], errors="coerce").notna().any()]
     if "deadline_satisfactory_ratio" in metrics and not (frame.get("deadline_jobs", 0) > 0).any():
         metrics.remove("deadline_satisfactory_ratio")
@@ -104,6 +106,6 @@ def _heading(column: str, col: Collection, heads: dict) -> str:
     if column == "label":
         return "policy"
     if column == "x":
-        params = {p for p in col.sweeps.values() if p}
-        return " / ".join(sorted(params)) or "swept value"
+        names = {col.x_labels.get(s) or PARAMETERS.get(p, p) for s, p in col.sweeps.items() if p}
+        return " / ".join(sorted(names)) or "swept value"
     return heads.get(column, column)
