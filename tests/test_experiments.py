@@ -201,3 +201,25 @@ def test_result_files_get_the_umask_and_an_interrupted_write_leaves_nothing(tmp_
     with pytest.raises(KeyboardInterrupt):
         write_atomically(tmp_path / "b.csv", "y\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv"]
+
+
+def test_a_deadline_sweep_of_published_files_reports_its_deadline_ratios(tmp_path, shared_data):
+    (tmp_path / "ef.toml").write_text("""
+[experiment]
+name = "ef"
+sweep = "cluster-spec"
+[fixed]
+trace = "{data}/elasticflow/generated/gen10_seed1.csv"
+throughput-dir = "{data}/elasticflow/throughputs_A100"
+[axes]
+policy = ["elasticflow", "edf"]
+[axes.cluster-spec]
+"4" = "{data}/elasticflow/cluster_specs/n1g4.csv"
+"8" = "{data}/elasticflow/cluster_specs/n1g8.csv"
+""")
+    exp = read_experiment(tmp_path / "ef.toml", data=shared_data)
+    rows = sweep(exp, tmp_path / "out", workers=2)
+    assert [r["status"] for r in rows] == ["ok"] * 4
+    assert all(0 <= r["deadline_satisfactory_ratio"] <= 1 and r["deadline_jobs"] == 10 for r in rows)
+    names = {p.name for p in write_report([tmp_path / "out"], tmp_path / "report")}
+    assert {"deadlines.png", "ef_deadline_satisfactory_ratio.png"} <= names
