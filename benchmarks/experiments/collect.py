@@ -97,11 +97,19 @@ def _sweep_runs(folder: Path, name: str, exp: dict) -> list[Run]:
             continue
         spec = json.loads((cell.parent / "cell.json").read_text())
         labels = spec["axes"]
-        label = " / ".join(str(labels[a]) for a in shown) or str(row.get("run_policy", name))
+        label = " / ".join(_part(a, labels[a]) for a in shown if _part(a, labels[a])) or str(
+            row.get("run_policy", name))
         summary = json.loads((cell.parent / "summary.json").read_text())
         x = exp["axes"][swept].index(labels[swept]) if swept else None
         runs.append(Run(label, cell.parent, summary, name, spec["options"], x, labels.get(swept)))
     return runs
+
+
+def _part(axis: str, label) -> str:
+    """An axis value in a label: a true flag by its name, a false one not at all."""
+    if isinstance(label, bool):
+        return axis if label else ""
+    return str(label)
 
 
 def _label_single_runs(runs: list[Run]) -> None:

@@ -89,9 +89,26 @@ def figures(col: Collection) -> list[Figure]:
 def _styles(labels: list[str]) -> dict[str, dict]:
     import matplotlib.pyplot as plt
 
-    colours = plt.get_cmap("tab10").colors
+    colours = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20").colors
     markers = "os^vDP*Xh<>"
-    return {label: {"color": colours[i % 10], "marker": markers[i % len(markers)]} for i, label in enumerate(labels)}
+    return {label: {"color": colours[i % len(colours)], "marker": markers[i % len(markers)]}
+            for i, label in enumerate(labels)}
+
+
+#: labels a legend holds inside the axes; more go below them, in two columns
+INSIDE = 6
+
+
+def _legend(fig, ax, loc: str) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if len(labels) <= INSIDE:
+        ax.legend(loc=loc, frameon=False)
+        return
+    rows = -(-len(labels) // 2)
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + 0.13 * rows)
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.13 * rows / (height + 0.13 * rows) + 0.01, 1, 1))
 
 
 def _distribution_runs(col: Collection) -> dict[str, list[Run]]:
@@ -116,9 +133,10 @@ def _where(col: Collection) -> str:
 
 
 def _png(plt, fig) -> bytes:
-    fig.tight_layout()
+    if not fig.legends:
+        fig.tight_layout()
     buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=DPI, format="png")
+    fig.savefig(buffer, dpi=DPI, format="png", bbox_inches="tight" if fig.legends else None)
     plt.close(fig)
     return buffer.getvalue()
 
@@ -137,7 +155,7 @@ def _cdf(plt, name, title, caption, data, xlabel, styles, log, fair_line=False) 
     ax.set_ylabel("fraction of jobs" if "Solver" not in title else "fraction of decisions")
     ax.set_ylim(0, 1.01)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", frameon=False)
+    _legend(fig, ax, "lower right")
     return Figure(name, title, caption, _png(plt, fig))
 
 
@@ -158,7 +176,7 @@ def _timeline(plt, runs: dict[str, Run], styles, where: str) -> Figure:
     bottom.set_xlabel("simulated time (h)")
     for ax in (top, bottom):
         ax.grid(alpha=0.3)
-    top.legend(loc="lower right", frameon=False)
+    _legend(fig, top, "lower right")
     return Figure("utilization", "Utilization and running jobs over time",
                   "One run per policy" + (" (a sweep's first cell at its largest swept value)." if where else "."),
                   _png(plt, fig))
@@ -214,7 +232,7 @@ def _against(plt, col: Collection, sweep: str, param: str, styles) -> list[Figur
                           rotation=30 if len(values) > 4 else 0)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-        ax.legend(frameon=False)
+        _legend(fig, ax, "best")
         name = f"{_slug(sweep)}_{metric}"
         out.append(Figure(name, f"{sweep}: {ylabel} against {param}",
                           f"Mean over seeds (line) and min-max (band), {len(runs)} runs.", _png(plt, fig)))

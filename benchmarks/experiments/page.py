@@ -20,6 +20,7 @@ from .figures import PARAMETERS, Figure, figures
 COLUMNS = (("jobs_completed", "jobs done", 1, "{:,.0f}"), ("average_jct", "avg JCT (h)", 1 / 3600, "{:,.2f}"),
            ("p99_jct", "p99 JCT (h)", 1 / 3600, "{:,.2f}"), ("makespan", "makespan (h)", 1 / 3600, "{:,.1f}"),
            ("utilization", "utilization", 100, "{:.1f} %"), ("ftf_mean", "mean FTF ρ", 1, "{:.3f}"),
+           ("ftf_worst", "worst FTF ρ", 1, "{:.3f}"),
            ("deadline_satisfactory_ratio", "deadline ratio", 100, "{:.1f} %"),
            ("solver_seconds_total", "solver (s)", 1, "{:,.2f}"))
 
