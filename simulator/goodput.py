@@ -23,8 +23,6 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from scipy.optimize import Bounds, minimize
-from threadpoolctl import ThreadpoolController
 
 from simulator.applications import gain
 
@@ -87,6 +85,8 @@ def fit_perf_params(nodes, replicas, atomic, compute_time, step_time) -> PerfPar
     if not (replicas > 2).any():
         start[[3, 5]], pinned[[3, 5]] = _TINY, True
     lo[pinned], hi[pinned] = start[pinned], start[pinned]
+    from scipy.optimize import Bounds, minimize  # imported here: 0.18 s that only Pollux runs need
+
     data = (nodes, replicas, atomic, log_c, log_t)
     with _blas().limit(limits=1, user_api="blas"):
         theta = minimize(fit_loss, start, args=data, jac=True, method="L-BFGS-B",
@@ -99,10 +99,12 @@ def fit_perf_params(nodes, replicas, atomic, compute_time, step_time) -> PerfPar
 
 
 @functools.cache
-def _blas() -> ThreadpoolController:
+def _blas():
     """The process's BLAS libraries. A fit runs on one BLAS thread: L-BFGS-B's products of 7
     parameters gain nothing from more, and OpenBLAS's idle threads spin, taking the CPU from the
     simulation (twice its CPU time) and from any run beside it."""
+    from threadpoolctl import ThreadpoolController
+
     return ThreadpoolController()
 
 
