@@ -135,3 +135,18 @@ def test_reference_suite_covers_every_formulation_and_tables_what_solved():
     assert lines[0].startswith("| formulation | backend | 8 | 16 | programs |")
     assert len(lines) == 2 + 3  # no MILP on clarabel: water filling has no row there
     assert "| `max_min_fairness_water_filling_perf` | highs |" in text and "| 2 |" in text
+
+
+@pytest.mark.parametrize("policy", ["max_min_fairness_perf", "max_sum_throughput_perf", "min_total_duration_perf"])
+def test_versus_published_scores_an_allocation_with_the_programs_own_objective(policy, shared_data):
+    from allocators import make_policy
+    from benchmarks.versus_published import instance, ours_call, score
+    from simulator import read_gavel_json
+
+    problem = instance(read_gavel_json(shared_data / "gavel" / "simulation_throughputs.json"), 24, seed=24)
+    assert problem.num_jobs == 24 and (problem.capacities == 12).all()
+    _, x = ours_call(policy, "auto", problem)
+    alloc = make_policy(policy, "highs").allocate(problem)
+    value = score(policy, problem, x)
+    assert value == pytest.approx(alloc.objective, rel=1e-6)  # clarabel's allocation, highs' objective
+    assert score(policy, problem, x * 0.5) != pytest.approx(value, rel=1e-3)

@@ -1,0 +1,228 @@
+"""schedopt against the published Gavel code, side by side in one run on this machine.
+
+    python -m benchmarks.versus_published --gavel DIR [--data ../shared/data] [--jobs 64 256 ...]
+        [--policies max_min_fairness_perf ...] [--solvers auto highs] [--published-max-jobs 16384]
+        [--replays --gavel-python PYTHON] [--pairs 3]
+
+DIR is a checkout of stanford-futuredata/gavel that the user supplies (it is never copied into
+this project). Two parts:
+
+- **Policies.** Random instances drawn from ``gavel/simulation_throughputs.json`` (3 worker types,
+  m jobs of Gavel's multi-GPU mix, m / 2 GPUs of each type) go through Gavel's own policy classes
+  (``scheduler/policies``: cvxpy + ECOS, ``get_allocation``) and through ours
+  (``make_policy(name, solver).allocate``), each timed end to end (the median of ``--repeat``
+  calls; HiGHS up to ``--highs-max-jobs``). Both allocations are scored with the program's own
+  objective: the max-min level ``min_i k_i thr_i(x)``, the total throughput ``Σ T x``, or the
+  makespan ``max_i R_i / thr_i(x)`` (Gavel's makespan policy bisects to within 5 %, so there ours
+  may be lower). Gavel is run up to ``--published-max-jobs`` jobs.
+- **Replays** (``--replays``): the two continuous-arrival traces (``multi_lam1800`` jobs 100-299,
+  ``single_lam900`` jobs 100-399, 36:36:36, ``max_min_fairness_perf``, seed 0) as whole processes:
+  ``schedopt simulate --gavel-compat`` against the published
+  ``scripts/drivers/simulate_scheduler_with_trace.py`` run by ``--gavel-python`` (an interpreter
+  with its dependencies: cvxpy, ecos, grpcio, matrix_completion, scikit-learn, psutil, and
+  ``make rpc_stubs`` done in DIR/scheduler). ``--pairs`` runs alternate; CPU seconds are the
+  children's user + system time.
+
+Writes ``benchmarks/results/versus_published.csv`` (policies) and
+``benchmarks/results/versus_published_replays.csv``, and prints the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from allocators import make_policy
+from formulations import AllocationProblem
+from formulations.max_min_fairness import normalized_coefficients
+from simulator import build_problem, parse_cluster, read_gavel_json, sample_jobs
+from simulator.simulate import default_solver
+
+from .rows import write_rows
+
+#: ours → (Gavel's module, class, the objective both are scored with)
+POLICIES = {
+    "max_min_fairness_perf": ("max_min_fairness", "MaxMinFairnessPolicyWithPerf", "max-min level"),
+    "max_sum_throughput_perf": ("max_sum_throughput", "ThroughputSumWithPerf", "total throughput"),
+    "min_total_duration_perf": ("min_total_duration", "MinTotalDurationPolicyWithPerf", "makespan (s)"),
+}
+JOBS = (64, 256, 1024, 4096, 16384, 100_000)
+REPLAYS = (("multi_lam1800.trace", 100, 300, True), ("single_lam900.trace", 100, 400, False))
+RESULTS = Path(__file__).parent / "results"
+
+
+def instance(table, jobs: int, seed: int) -> AllocationProblem:
+    """m jobs of Gavel's multi-GPU mix on m / 2 GPUs of each of the table's types."""
+    each = max(8, jobs // 2)
+    cluster = parse_cluster(",".join(f"{t}={each}" for t in table.worker_types))
+    problem = build_problem(cluster, sample_jobs(table, jobs, seed=seed, multi_gpu=True), table)
+    rng = np.random.default_rng(seed)
+    steps = rng.uniform(1e4, 1e6, jobs)
+    return AllocationProblem(**{**problem.__dict__, "remaining_steps": steps})
+
+
+def score(policy: str, problem: AllocationProblem, x: np.ndarray) -> float:
+    """The program's objective at allocation ``x`` (m, n)."""
+    T = problem.throughputs
+    if policy == "max_min_fairness_perf":
+        return float((normalized_coefficients(problem, "perf") * x).sum(axis=1).min())
+    if policy == "max_sum_throughput_perf":
+        return float((T * x).sum())
+    with np.errstate(divide="ignore"):
+        return float((problem.remaining_steps / (T * x).sum(axis=1)).max())
+
+
+def gavel_classes(gavel: Path) -> dict:
+    """Gavel's policy classes, imported from the user's checkout."""
+    for path in (gavel / "scheduler", gavel / "scheduler" / "policies"):
+        if str(path) not in sys.path:
+            sys.path.insert(0, str(path))
+    return {name: getattr(importlib.import_module(module), cls) for name, (module, cls, _) in POLICIES.items()}
+
+
+def gavel_call(policy: str, cls, problem: AllocationProblem):
+    """One timed ``get_allocation`` of Gavel's class on ``problem``; returns (seconds, x)."""
+    ids = [int(i) for i in problem.job_ids]
+    types = list(problem.worker_types)
+    thr = {i: {t: float(problem.throughputs[k, j]) for j, t in enumerate(types)} for k, i in enumerate(ids)}
+    scale = {i: int(problem.scale_factors[k]) for k, i in enumerate(ids)}
+    cluster = {t: int(problem.capacities[j]) for j, t in enumerate(types)}
+    obj = cls("ECOS")
+    tic = time.perf_counter()
+    if policy == "max_min_fairness_perf":
+        out = obj.get_allocation(thr, scale, {i: float(problem.weights[k]) for k, i in enumerate(ids)}, cluster)
+    elif policy == "max_sum_throughput_perf":
+        out = obj.get_allocation(thr, scale, cluster)
+    else:
+        out = obj.get_allocation(thr, scale, {i: float(problem.remaining_steps[k]) for k, i in enumerate(ids)},
+                                 cluster)
+    seconds = time.perf_counter() - tic
+    return seconds, np.array([[out[i][t] for t in types] for i in ids])
+
+
+def ours_call(policy: str, solver: str, problem: AllocationProblem):
+    pol = make_policy(policy, default_solver(policy) if solver == "auto" else solver)
+    tic = time.perf_counter()
+    alloc = pol.allocate(problem)
+    return time.perf_counter() - tic, alloc.x
+
+
+def policy_rows(args, table) -> list[dict]:
+    classes = gavel_classes(args.gavel)
+    rows = []
+    for policy in args.policies:
+        for jobs in args.jobs:
+            problem = instance(table, jobs, seed=jobs)
+            row = {"policy": policy, "jobs": jobs, "types": len(problem.worker_types),
+                   "objective": POLICIES[policy][2]}
+            if jobs <= args.published_max_jobs:
+                times, x = zip(*(gavel_call(policy, classes[policy], problem) for _ in range(args.repeat)),
+                               strict=True)
+                row.update(published_s=round(statistics.median(times), 4), published_value=score(policy, problem,
+                                                                                                 x[-1]))
+            for solver in args.solvers:
+                if solver == "highs" and jobs > args.highs_max_jobs:
+                    continue
+                times, x = zip(*(ours_call(policy, solver, problem) for _ in range(args.repeat)), strict=True)
+                value = score(policy, problem, x[-1])
+                row[f"{solver}_s"] = round(statistics.median(times), 4)
+                row[f"{solver}_value"] = value
+                if "published_s" in row:
+                    row[f"{solver}_speedup"] = round(row["published_s"] / row[f"{solver}_s"], 2)
+                    row[f"{solver}_rel_diff"] = f"{value / row['published_value'] - 1:+.2e}"
+            print({k: v for k, v in row.items() if not k.endswith("_value")}, flush=True)
+            rows.append(row)
+    return rows
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
+    cpu, wall = _children_cpu(), time.perf_counter()
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:3])} ... failed: {(done.stderr or done.stdout).strip()[-400:]}")
+    return _children_cpu() - cpu, time.perf_counter() - wall, done.stdout
+
+
+def replay_rows(args) -> list[dict]:
+    data = args.data.resolve()
+    throughputs = data / "gavel" / "simulation_throughputs.json"
+    driver = args.gavel.resolve() / "scheduler" / "scripts" / "drivers" / "simulate_scheduler_with_trace.py"
+    rows = []
+    for trace, first, end, multi in REPLAYS:
+        path = data / "gavel_generated" / trace
+        for pair in range(args.pairs):
+            with tempfile.TemporaryDirectory() as out:
+                ours_cpu, ours_wall, _ = _timed([sys.executable, "-m", "schedopt", "simulate", "--trace", str(path),
+                                                 "--throughputs", str(throughputs), "--cluster",
+                                                 "v100=36,p100=36,k80=36", "--policy", "max_min_fairness_perf",
+                                                 "--window", f"{first}:{end}", "--gavel-compat", "--no-progress",
+                                                 "--out", out])
+                ours_jct = json.loads((Path(out) / "summary.json").read_text())["average_jct_window"]
+            pub_cpu, pub_wall, text = _timed([args.gavel_python, str(driver), "-t", str(path), "-p",
+                                              "max_min_fairness_perf", "--throughputs_file", str(throughputs),
+                                              "-c", "36:36:36", "--seed", "0", "--solver", "ECOS", "-s", str(first),
+                                              "-e", str(end)], cwd=args.gavel / "scheduler")
+            pub_jct = float(re.search(r"Average job completion time: ([0-9.]+) seconds", text).group(1))
+            row = {"trace": trace, "window": f"{first}:{end}", "multi_gpu": multi, "pair": pair,
+                   "schedopt_cpu_s": round(ours_cpu, 3), "schedopt_wall_s": round(ours_wall, 3),
+                   "published_cpu_s": round(pub_cpu, 3), "published_wall_s": round(pub_wall, 3),
+                   "cpu_ratio": round(pub_cpu / ours_cpu, 2), "schedopt_jct": round(ours_jct, 1),
+                   "published_jct": round(pub_jct, 1), "jct_diff": f"{ours_jct / pub_jct - 1:+.4%}"}
+            print(row, flush=True)
+            rows.append(row)
+    return rows
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gavel", type=Path, required=True, help="a checkout of stanford-futuredata/gavel")
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--jobs", type=int, nargs="+", default=list(JOBS))
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
+    parser.add_argument("--solvers", nargs="+", default=["auto", "highs"])
+    parser.add_argument("--published-max-jobs", type=int, default=16384)
+    parser.add_argument("--highs-max-jobs", type=int, default=16384,
+                        help="HiGHS' simplex takes minutes from 100,000 jobs (182 s on max_min_fairness_perf)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--replays", action="store_true")
+    parser.add_argument("--gavel-python", default=sys.executable)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--skip-policies", action="store_true")
+    args = parser.parse_args()
+    if not (args.gavel / "scheduler" / "policies").is_dir():
+        parser.error(f"--gavel {args.gavel}: not a Gavel checkout (no scheduler/policies)")
+    print(f"machine: {machine()}", flush=True)
+    if not args.skip_policies:
+        table = read_gavel_json(args.data / "gavel" / "simulation_throughputs.json")
+        write_rows(policy_rows(args, table), RESULTS / "versus_published.csv")
+    if args.replays:
+        write_rows(replay_rows(args), RESULTS / "versus_published_replays.csv")
+
+
+if __name__ == "__main__":
+    main()
