@@ -223,3 +223,17 @@ policy = ["elasticflow", "edf"]
     assert all(0 <= r["deadline_satisfactory_ratio"] <= 1 and r["deadline_jobs"] == 10 for r in rows)
     names = {p.name for p in write_report([tmp_path / "out"], tmp_path / "report")}
     assert {"deadlines.png", "ef_deadline_satisfactory_ratio.png"} <= names
+
+
+@pytest.mark.parametrize("name", ["gavel_jct_vs_load", "shockwave_policies", "elasticflow_deadlines_vs_cluster",
+                                  "pollux_jct_vs_load"])
+def test_every_example_reads_and_names_files_that_exist(name, shared_data):
+    from pathlib import Path
+
+    exp = read_experiment(Path(__file__).parents[1] / "examples" / f"{name}.toml", data=shared_data)
+    cells = exp.cells()
+    assert cells and len({c.key for c in cells}) == len(cells)
+    for cell in cells:
+        req = cell.request(exp.base)
+        for path in (req.trace, req.throughputs, req.cluster_spec, req.throughput_dir):
+            assert path is None or Path(path).exists(), path
