@@ -41,9 +41,15 @@ def sweep(
     err.print(f"{exp.name}: {cells} cells ({' x '.join(f'{len(v)} {k}' for k, v in exp.axes.items()) or 'one'})",
               soft_wrap=True)
     last = []
-    with _SweepBar(progress, cells) as step:
-        rows = run_sweep(exp, out, workers=workers or cpu_count(), address=address, force=force,
-                         on_progress=lambda state: (last.append(state), step(state)))
+    try:
+        with _SweepBar(progress, cells) as step:
+            rows = run_sweep(exp, out, workers=workers or cpu_count(), address=address, force=force,
+                             on_progress=lambda state: (last.append(state), step(state)))
+    except KeyboardInterrupt:
+        done = last[-1].done if last else 0
+        err.print(f"interrupted: {done} of {cells} cells finished and kept in {out}; run the same command again "
+                  f"to resume", soft_wrap=True)
+        raise typer.Exit(130) from None
     failed = [r for r in rows if r["status"] != "ok"]
     before = last[-1].skipped if last else 0
     console.print(f"{len(rows) - len(failed)} of {cells} cells finished ({len(rows) - before} run now, {before} "
