@@ -98,7 +98,8 @@ def test_log_utility_on_every_backend(backend):
     if res.status is not Status.OPTIMAL:
         # a first-order solver inside the cut loop, or Clarabel stopping at reduced accuracy
         # ("AlmostSolved") on a degenerate cut LP: allowed only if it says so
-        assert backend in {*LOOSE, "clarabel"} and res.gap > 1e-6 and res.bound >= res.objective
+        delegated = "solved by clarabel" in res.message  # block hands a model without blocks to clarabel
+        assert (backend in {*LOOSE, "clarabel"} or delegated) and res.gap > 1e-6 and res.bound >= res.objective
         return
     assert res.objective == pytest.approx(fisher_optimum(), rel=max(tolerance(backend), 1e-5))
     if Capability.LOG not in parse_spec(backend).capabilities():

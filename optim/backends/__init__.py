@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import BackendUnavailableError, UnknownBackendError
 from .base import Backend
+from .block import BlockBackend
 from .clarabel import ClarabelBackend
 from .cvxpy import CvxpyBackend
 from .gurobi import GurobiBackend
@@ -37,6 +38,8 @@ def parse_spec(spec: str) -> Backend:
         return GurobiBackend()
     if family == "clarabel" and not inner:
         return ClarabelBackend()
+    if family == "block" and not inner:
+        return BlockBackend()
     if family == "cvxpy":
         inner = (inner or "CLARABEL").upper()
         if inner not in _cvxpy_solver_names():
@@ -52,7 +55,7 @@ def parse_spec(spec: str) -> Backend:
             )
         return PyomoBackend(inner)
     raise UnknownBackendError(
-        f"unknown solver {spec!r}; use highs, clarabel, gurobi, cvxpy[:SOLVER] or pyomo[:highs|gurobi]"
+        f"unknown solver {spec!r}; use highs, clarabel, block, gurobi, cvxpy[:SOLVER] or pyomo[:highs|gurobi]"
     )
 
 
@@ -66,7 +69,7 @@ def get_backend(spec: str) -> Backend:
 
 def all_backends() -> list[Backend]:
     """Every adapter schedopt knows, installed or not (for listings)."""
-    backends: list[Backend] = [HighsBackend(), ClarabelBackend(), GurobiBackend()]
+    backends: list[Backend] = [HighsBackend(), ClarabelBackend(), BlockBackend(), GurobiBackend()]
     backends += [CvxpyBackend(name) for name in _cvxpy_solver_names()]
     backends += [PyomoBackend(name) for name in PYOMO_SOLVERS]
     return backends

@@ -1,0 +1,67 @@
+"""``block``: schedopt's own interior-point method for block-angular LPs with many equal blocks
+(:mod:`optim.block_lp`): the Gavel family's programs at the size of their distinct jobs.
+
+A model without that structure (equality rows, one block, more than
+:data:`~optim.block_lp.DENSE_MAX` columns once equal blocks merge), or one where the method stops
+short of its tolerance, is solved by Clarabel instead, and the result says so in its notes and
+message."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..block_lp import DENSE_MAX, aggregate, block_structure, solve_block
+from ..canonical import CanonicalModel
+from ..capabilities import Capability
+from ..errors import CapabilityError
+from ..options import SolveOptions
+from ..result import Result, Status, Timings
+from ..sparse import transpose_times
+from .base import Backend, stopwatch
+from .clarabel import ClarabelBackend
+
+VERSION = "1"
+#: the method's default relative tolerance (residuals and gap)
+TOL = 1e-8
+
+
+class BlockBackend(Backend):
+    spec = "block"
+    package = "numpy"
+
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset({Capability.LP, Capability.DUALS})
+
+    def version(self) -> str:
+        return VERSION
+
+    def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
+        timings = Timings()
+        try:
+            with stopwatch(timings, "translate"):
+                lp = block_structure(model)
+                if lp.col_x.shape[0] < 2:
+                    raise CapabilityError("block: the model is not block-angular (one block)")
+                lp = aggregate(lp)
+                size = lp.col_x.size + lp.col_y.size
+                if size > DENSE_MAX:
+                    raise CapabilityError(f"block: {size} columns once equal blocks merge (at most {DENSE_MAX})")
+            with stopwatch(timings, "solve"):
+                sol = solve_block(lp, tol=options.optimality_tol or TOL)
+            if not sol.converged:
+                raise CapabilityError(f"block: stopped after {sol.iterations} iterations (residuals "
+                                      f"{sol.primal_residual:.1e} / {sol.dual_residual:.1e})")
+        except CapabilityError as exc:
+            result = ClarabelBackend().solve(model, options)
+            result.notes.append(f"{exc}; solved by clarabel")
+            result.message = f"{result.message} ({exc}; solved by clarabel)"
+            return result
+        result = Result(Status.OPTIMAL, self.spec, message=f"block: converged in {sol.iterations} iterations over "
+                        f"{lp.col_x.shape[0]} classes", timings=timings, solver_version=VERSION,
+                        iterations=sol.iterations, blocks=model.blocks)
+        result.x = np.asarray(sol.x, dtype=float)
+        result.objective = model.objective_value(result.x)
+        result.bound = sol.bound + model.offset
+        result.row_duals = sol.row_duals
+        result.reduced_costs = model.c - transpose_times(model.A, sol.row_duals)
+        return result
