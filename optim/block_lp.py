@@ -380,7 +380,8 @@ def aggregate(lp: BlockLP) -> BlockLP:
         [lp.Ab.reshape(B, -1), lp.Aby.reshape(B, -1), lp.blo, lp.bhi, lp.cx, lp.lx, lp.ux, pad, Acd], axis=1
     )
     key = np.where(np.isfinite(key), key, np.sign(key) * 1e308)
-    _, first, classes, counts = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    rows = np.ascontiguousarray(key).view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
+    _, first, classes, counts = np.unique(rows, return_index=True, return_inverse=True, return_counts=True)
     mult = counts.astype(float)
     rep = first
     C = rep.size
