@@ -1,7 +1,7 @@
 """schedopt against the published Gavel code, side by side in one run on this machine.
 
     python -m benchmarks.versus_published --gavel DIR [--data ../shared/data] [--jobs 64 256 ...]
-        [--policies max_min_fairness_perf ...] [--solvers auto highs] [--published-max-jobs 16384]
+        [--policies max_min_fairness_perf ...] [--solvers auto block] [--published-max-jobs 100000]
         [--replays --gavel-python PYTHON] [--pairs 3]
 
 DIR is a checkout of stanford-futuredata/gavel that the user supplies (it is never copied into
@@ -204,8 +204,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--jobs", type=int, nargs="+", default=list(JOBS))
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
-    parser.add_argument("--solvers", nargs="+", default=["auto", "highs"])
-    parser.add_argument("--published-max-jobs", type=int, default=16384)
+    parser.add_argument("--solvers", nargs="+", default=["auto", "block"])
+    parser.add_argument("--published-max-jobs", type=int, default=100_000)
     parser.add_argument("--highs-max-jobs", type=int, default=16384,
                         help="HiGHS' simplex takes minutes from 100,000 jobs (182 s on max_min_fairness_perf)")
     parser.add_argument("--repeat", type=int, default=3)

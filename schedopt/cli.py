@@ -248,8 +248,9 @@ def simulate_command(
     policy: str | None = typer.Option(None, help=(
         "Any policy of `schedopt policies`, on any trace [default: max_min_fairness_perf; elasticflow on a "
         "deadline trace]")),
-    solver: str = typer.Option("auto", help="auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | "
-                                             "gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
+    solver: str = typer.Option("auto", help=(
+        "auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | block | gurobi | cvxpy[:SOLVER] | "
+        "pyomo[:highs|gurobi]")),
     cluster: str | None = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
     throughputs: Path | None = typer.Option(None, help="Throughput table in Gavel's JSON format [default: built-in]."),
     round_length: float | None = typer.Option(None, "--round", help=(
@@ -318,8 +319,9 @@ def run_command(
         "Job trace: Gavel's 10/7-column or Shockwave's 12-column format, or with --cluster-spec and "
         "--throughput-dir an ElasticFlow / ITP deadline trace.")),
     policy: str = typer.Option("max_min_fairness_perf", help="Any policy of `schedopt policies`."),
-    solver: str = typer.Option("auto", help="auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | "
-                                             "gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
+    solver: str = typer.Option("auto", help=(
+        "auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | block | gurobi | cvxpy[:SOLVER] | "
+        "pyomo[:highs|gurobi]")),
     cluster: str | None = typer.Option(None, help=(
         "GPUs per worker type \\[default: the table's first worker type with --slots GPUs]")),
     throughputs: Path | None = typer.Option(None, help=(
