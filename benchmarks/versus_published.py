@@ -33,7 +33,6 @@ import argparse
 import importlib
 import json
 import os
-import platform
 import re
 import resource
 import statistics
@@ -52,6 +51,7 @@ from simulator import build_problem, parse_cluster, read_gavel_json, sample_jobs
 from simulator.simulate import default_solver
 
 from .rows import write_rows
+from .sweep import machine
 
 #: ours → (Gavel's module, class, the objective both are scored with)
 POLICIES = {
@@ -192,12 +192,6 @@ def replay_rows(args) -> list[dict]:
     return rows
 
 
-def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gavel", type=Path, required=True, help="a checkout of stanford-futuredata/gavel")
@@ -216,7 +210,7 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.gavel / "scheduler" / "policies").is_dir():
         parser.error(f"--gavel {args.gavel}: not a Gavel checkout (no scheduler/policies)")
-    print(f"machine: {machine()}", flush=True)
+    print(f"machine: {json.dumps(machine())}", flush=True)
     if not args.skip_policies:
         table = read_gavel_json(args.data / "gavel" / "simulation_throughputs.json")
         write_rows(policy_rows(args, table), RESULTS / "versus_published.csv")

@@ -151,8 +151,9 @@ def _layout(problem: PolluxProblem) -> _Layout:
                    spread_jobs)
 
 
-def build(problem: PolluxProblem) -> Model:
-    p, lay = problem, _layout(problem)
+def build(problem: PolluxProblem, layout: _Layout | None = None) -> Model:
+    """The pattern MILP of the module doc (``layout``: the problem's :func:`_layout`, if known)."""
+    p, lay = problem, layout or _layout(problem)
     J, n_opt, V = p.num_jobs, p.job.size, lay.group.size
     m = Model("pollux")
     y = m.add_variables("y", n_opt, vtype="binary")
@@ -205,11 +206,12 @@ def _columns(per_option: sp.csr_matrix, options: np.ndarray, n_opt: int) -> sp.c
                                        shape=(options.size, n_opt))).tocsr()
 
 
-def _decode(problem: PolluxProblem, option: np.ndarray, v: np.ndarray, t: np.ndarray | None) -> np.ndarray:
+def _decode(problem: PolluxProblem, lay: _Layout, option: np.ndarray, v: np.ndarray, t: np.ndarray | None
+            ) -> np.ndarray:
     """GPUs per job per node of the pattern program's solution: kept jobs keep their GPUs; each
     group's patterns go to its nodes in order; single-node jobs of each size take the slots of that
     size, spread jobs their portions (``t``), in node order."""
-    p, lay = problem, _layout(problem)
+    p = problem
     gpus = np.zeros((p.num_jobs, p.num_nodes), dtype=np.int64)
     chosen = np.flatnonzero(option >= 0)
     kept = chosen[p.keep[option[chosen]]]
@@ -365,13 +367,14 @@ def solve_allocation(problem: PolluxProblem, solver: str = "highs", options: Sol
     if packed is not None:
         return packed
     t0 = time.perf_counter()
-    canon = build(problem).canonical()
+    layout = _layout(problem)
+    canon = build(problem, layout).canonical()
     built = time.perf_counter() - t0
     opts = options or SolveOptions()
     if opts.mip_gap is None:
         opts = SolveOptions(**{**vars(opts), "mip_gap": MIP_GAP})
     if start is not None:
-        opts = SolveOptions(**{**vars(opts), "start": _start_vector(problem, start)})
+        opts = SolveOptions(**{**vars(opts), "start": _start_vector(problem, layout, start)})
     result = solve(canon, solver, opts, check=False)
     if not (result.status in _SOLVED and result.has_solution):
         raise OptimError(f"pollux allocation: {solver} returned {result.status.value} without a solution")
@@ -379,12 +382,12 @@ def solve_allocation(problem: PolluxProblem, solver: str = "highs", options: Sol
     option = np.full(problem.num_jobs, -1, dtype=np.int64)
     option[problem.job[y]] = np.flatnonzero(y)
     t = np.rint(result.value("t")).astype(np.int64) if "t" in result.blocks else None
-    gpus = _decode(problem, option, np.rint(result.value("v")).astype(np.int64), t)
+    gpus = _decode(problem, layout, option, np.rint(result.value("v")).astype(np.int64), t)
     return PolluxPlan(gpus, option, objective(problem, option), result.status, built,
                       result.timings.translate + result.timings.solve, canon.num_integers, canon.num_rows)
 
 
-def _start_vector(problem: PolluxProblem, gpus: np.ndarray) -> np.ndarray | None:
+def _start_vector(problem: PolluxProblem, lay: _Layout, gpus: np.ndarray) -> np.ndarray | None:
     """The MIP start of the keep options (every job with GPUs keeps them, no other job moves in),
     or None."""
     p = problem
@@ -394,5 +397,4 @@ def _start_vector(problem: PolluxProblem, gpus: np.ndarray) -> np.ndarray | None
         return None
     y = np.zeros(p.job.size)
     y[keep[holds[p.job[keep]]]] = 1.0
-    lay = _layout(p)
     return np.concatenate([y, np.zeros(lay.group.size + lay.spread_jobs.size * int(p.capacity.max()))])

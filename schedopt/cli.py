@@ -39,8 +39,8 @@ from simulator.traces import read_trace
 
 from .experiment_commands import register as register_experiments
 from .output import (
-    bench_bar,
     console,
+    count_bar,
     err,
     print_allocation,
     print_fidelity,
@@ -215,7 +215,8 @@ def bench(
                   time_limit=time_limit)
     check_out_dir(out, overwrite)
     info = machine()
-    with bench_bar(progress, sweep.num_solves) as step:
+    with count_bar(progress, sweep.num_solves, "bench", describe=lambda row: (
+            f"{row['policy']} {row['jobs']:,} jobs {row['backend']}: {row['status']}")) as step:
         frame = pd.DataFrame(list(run(sweep, table, on_row=step)))
     paths = write_outputs(frame, info, out)
     shown = summary(frame)

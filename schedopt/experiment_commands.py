@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from .output import console, err
+from .output import console, count_bar, err
 
 
 def register(app: typer.Typer, user_errors) -> None:
@@ -42,7 +42,8 @@ def sweep(
               soft_wrap=True)
     last = []
     try:
-        with _SweepBar(progress, cells) as step:
+        bar = count_bar(progress and err.is_terminal, cells, "sweep", describe=_sweep_state, done=lambda s: s.done)
+        with bar as step:
             rows = run_sweep(exp, out, workers=workers or cpu_count(), address=address, force=force,
                              on_progress=lambda state: (last.append(state), step(state)))
     except KeyboardInterrupt:
@@ -76,31 +77,8 @@ def report(
         console.print(f"wrote {path}")
 
 
-class _SweepBar:
-    """A rich progress bar over a sweep's cells (done, failed, time left), or nothing."""
-
-    def __init__(self, enabled: bool, total: int):
-        self.enabled, self.total = enabled and err.is_terminal, total
-
-    def __enter__(self):
-        if not self.enabled:
-            return lambda state: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        self._bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                             console=err, transient=True)
-        self._bar.__enter__()
-        task = self._bar.add_task("", total=self.total)
-
-        def step(state) -> None:
-            left = state.seconds_left()
-            self._bar.update(task, completed=state.done, description=(
-                f"cells, {state.failed} failed, {state.skipped} done before"
-                + (f", {left / 60:.1f} min left" if left is not None else "")))
-
-        return step
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self._bar.__exit__(*exc)
-        return False
+def _sweep_state(state) -> str:
+    """The sweep bar's text: cells failed, finished before, and the time left."""
+    left = state.seconds_left()
+    return (f"cells, {state.failed} failed, {state.skipped} done before"
+            + (f", {left / 60:.1f} min left" if left is not None else ""))

@@ -49,25 +49,26 @@ def print_allocation(allocation, show: int) -> None:
     console.print(table)
 
 
-class bench_bar:
-    """A rich progress bar over the sweep's solves (the last row's backend and status), or nothing."""
+class count_bar:
+    """A rich progress bar over ``total`` items named ``label``, or nothing when not ``enabled``:
+    ``step(item)`` moves it to ``done(item)`` (default: one item further) and shows ``describe(item)``."""
 
-    def __init__(self, enabled: bool, total: int):
-        self.enabled, self.total = enabled, total
+    def __init__(self, enabled: bool, total: int, label: str, describe, done=None):
+        self.enabled, self.total, self.label, self.describe, self.done = enabled, total, label, describe, done
 
     def __enter__(self):
         if not self.enabled:
-            return lambda row: None
+            return lambda item: None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._bar = Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        self._bar = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                              TextColumn("{task.description}"), console=err, transient=True)
         self._bar.__enter__()
         task = self._bar.add_task("", total=self.total)
 
-        def step(row: dict) -> None:
-            self._bar.update(task, advance=1, description=f"{row['policy']} {row['jobs']:,} jobs {row['backend']}: "
-                                                          f"{row['status']}")
+        def step(item) -> None:
+            moved = {"advance": 1} if self.done is None else {"completed": self.done(item)}
+            self._bar.update(task, description=self.describe(item), **moved)
 
         return step
 

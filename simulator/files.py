@@ -37,7 +37,7 @@ def current_umask() -> int:
 #: the files schedopt writes as a run's or a benchmark's results
 RESULT_FILES = ("summary.json", "jobs.csv", "timeline.csv", "solves.csv", "allocations.csv", "leases.csv",
                 "bench.csv", "bench.parquet", "bench.png", "machine.json", "results.csv", "results.parquet",
-                "experiment.json")
+                "experiment.json", "report.html")
 
 
 class ResultsExistError(ValueError):

@@ -151,18 +151,22 @@ class SimulationResult:
 
         return pd.DataFrame(self.solves)
 
-    def write(self, out: str | os.PathLike) -> list[Path]:
-        """Write ``jobs.csv``, ``timeline.csv``, ``solves.csv``, ``summary.json`` and, on the slot
-        clock, ``allocations.csv`` into ``out``; each file appears whole or not at all."""
-        out = Path(out)
-        paths = [out / "jobs.csv", out / "timeline.csv", out / "solves.csv", out / "summary.json"]
-        write_atomically(paths[0], csv_text(self.jobs))
-        write_atomically(paths[1], csv_text(self.timeline))
-        write_atomically(paths[2], csv_text(self.solves) if self.solves else "")
-        write_atomically(paths[3], json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+    def files(self) -> dict[str, str]:
+        """The run's files as text: ``jobs.csv``, ``timeline.csv``, ``solves.csv``, ``summary.json``
+        and, on the slot clock, ``allocations.csv``."""
+        files = {"jobs.csv": csv_text(self.jobs), "timeline.csv": csv_text(self.timeline),
+                 "solves.csv": csv_text(self.solves) if self.solves else "",
+                 "summary.json": json.dumps(self.summary, indent=2, default=_json_default) + "\n"}
         if self.allocations:
-            paths.append(out / "allocations.csv")
-            write_atomically(paths[-1], csv_text(self.allocations))
+            files["allocations.csv"] = csv_text(self.allocations)
+        return files
+
+    def write(self, out: str | os.PathLike) -> list[Path]:
+        """Write :meth:`files` into ``out``; each file appears whole or not at all."""
+        paths = []
+        for name, text in self.files().items():
+            paths.append(Path(out) / name)
+            write_atomically(paths[-1], text)
         return paths
 
 

@@ -161,7 +161,7 @@ def test_a_report_of_a_sweep_and_a_run_has_its_figures_and_one_self_contained_pa
     page = (tmp_path / "report" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(paths) - 1
     assert "http" not in page.replace("http-equiv", "") and "<table>" in page and "max_min_fairness_perf" in page
-    with pytest.raises(ResultsExistError, match="holds a report"):
+    with pytest.raises(ResultsExistError, match=r"holds results of an earlier run \(report.html\)"):
         write_report([tmp_path / "sweep"], tmp_path / "report")
 
 

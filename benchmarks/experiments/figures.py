@@ -69,8 +69,9 @@ def figures(col: Collection) -> list[Figure]:
             out.append(_cdf(plt, name, f"{title}: CDF per policy", f"Jobs finished{where}.", data, xlabel, styles,
                             log, fair_line=column == "ftf"))
     over_time = {label: runs[0] for label, runs in shown.items()}
-    if any(not r.frame("timeline").empty for r in over_time.values()):
-        out.append(_timeline(plt, over_time, styles, where))
+    timelines = {label: (run, run.frame("timeline")) for label, run in over_time.items()}
+    if any(not t.empty for _, t in timelines.values()):
+        out.append(_timeline(plt, timelines, styles, where))
     ratios = {label: np.array([r.summary.get("deadline_satisfactory_ratio") for r in runs], dtype=float)
               for label, runs in shown.items() if any(r.summary.get("deadline_jobs") for r in runs)}
     if ratios:
@@ -159,10 +160,9 @@ def _cdf(plt, name, title, caption, data, xlabel, styles, log, fair_line=False) 
     return Figure(name, title, caption, _png(plt, fig))
 
 
-def _timeline(plt, runs: dict[str, Run], styles, where: str) -> Figure:
+def _timeline(plt, runs: dict[str, tuple[Run, pd.DataFrame]], styles, where: str) -> Figure:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(SIZE[0], SIZE[1] * 1.5), sharex=True)
-    for label, run in runs.items():
-        t = run.frame("timeline")
+    for label, (run, t) in runs.items():
         if t.empty:
             continue
         gpus = float(run.summary.get("gpus") or t["busy_gpus"].max() or 1)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulator.files import ResultsExistError, write_atomically
+from simulator.files import check_out_dir, write_atomically
 
 from .collect import Collection, collect
 from .figures import PARAMETERS, Figure, figures
@@ -28,10 +28,7 @@ COLUMNS = (("jobs_completed", "jobs done", 1, "{:,.0f}"), ("average_jct", "avg J
 def write_report(folders: list[Path], out: Path, overwrite: bool = False) -> list[Path]:
     """Write the report of ``folders`` (run or sweep folders) into ``out``: one PNG per figure and
     ``report.html``; returns the paths written."""
-    if (out / "report.html").exists() and not overwrite:
-        raise ResultsExistError(f"--out {out}: holds a report; give --overwrite to replace it, or another folder")
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out}: exists and is not a directory")
+    check_out_dir(out, overwrite)
     col = collect([Path(f) for f in folders])
     figs = figures(col)
     paths = []
@@ -46,7 +43,8 @@ def write_report(folders: list[Path], out: Path, overwrite: bool = False) -> lis
 def summary_table(col: Collection) -> pd.DataFrame:
     """Per label (and sweep, swept value): runs and the mean of each :data:`COLUMNS` metric."""
     frame = col.table()
-    frame["order"] = [(col.labels().index(r.label), r.sweep or "", -1 if r.x is None else r.x) for r in col.runs]
+    rank = {label: i for i, label in enumerate(col.labels())}
+    frame["order"] = [(rank[r.label], r.sweep or "", -1 if r.x is None else r.x) for r in col.runs]
     frame = frame.sort_values("order", kind="stable").drop(columns="order")
     keys = ["label"] + (["sweep"] if len(col.sweeps) > 1 else []) + (["x"] if frame["x"].notna().any() else [])
     metrics = [m for m, *_ in COLUMNS if m in frame and pd.to_numeric(frame[m], errors="coerce").notna().any()]

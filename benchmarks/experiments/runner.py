@@ -24,8 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.files import ResultsExistError, write_atomically
-from simulator.metrics import csv_text
+from simulator.files import ResultsExistError, check_out_dir, write_atomically
 
 from .spec import Cell, Experiment
 
@@ -53,25 +52,18 @@ class Progress:
 def execute_cell(options: dict, axes: dict, key: str, base: str) -> tuple[dict, dict[str, str]]:
     """Run one cell (anywhere: no file is written here); returns its row and its run's files as
     text. A failure becomes a row with status ``failed`` and its one-line reason."""
-    from simulator.metrics import SimulationResult
-
     cell = Cell(options, axes, key)
     wall, cpu = time.perf_counter(), time.process_time()
     row = {"key": key, **options}
     try:
-        result: SimulationResult = run_cell(cell, Path(base))
+        result = run_cell(cell, Path(base))
     except Exception as exc:  # a failed cell is recorded and never stops the others
         reason = (str(exc).strip().splitlines() or [""])[0]
         return {**row, "status": "failed", "error": f"{type(exc).__name__}: {reason}",
                 **_costs(wall, cpu)}, {}
-    files = {"jobs.csv": csv_text(result.jobs), "timeline.csv": csv_text(result.timeline),
-             "solves.csv": csv_text(result.solves) if result.solves else "",
-             "summary.json": json.dumps(result.summary, indent=2, default=_plain) + "\n"}
-    if result.allocations:
-        files["allocations.csv"] = csv_text(result.allocations)
     metrics = {f"run_{k}" if k in row else k: _plain(v) for k, v in result.summary.items() if _scalar(v)}
     return {**row, "status": "ok", "error": "", **metrics, **_costs(wall, cpu),
-            **_versions(str(result.summary.get("solver", "")))}, files
+            **_versions(str(result.summary.get("solver", "")))}, result.files()
 
 
 def run_cell(cell: Cell, base: Path):
@@ -87,11 +79,11 @@ def _costs(wall: float, cpu: float) -> dict:
 
 def _versions(solver: str) -> dict:
     import schedopt
-    from optim import get_backend
+    from optim import OptimError, get_backend
 
     try:
         version = get_backend(solver).version() if solver else ""
-    except Exception:  # an unknown or unavailable backend has no version to record
+    except OptimError:  # a solver the run named but this machine cannot load has no version
         version = ""
     return {"schedopt_version": schedopt.__version__, "solver_version": version}
 
@@ -108,20 +100,15 @@ def prepare(exp: Experiment, out: Path, overwrite: bool) -> None:
     """Make ``out`` the experiment's folder: new, the same experiment's (resumed), or, with
     ``overwrite``, another experiment's emptied of its cells and results."""
     marker = out / "experiment.json"
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out}: exists and is not a directory")
-    if marker.exists():
-        held = json.loads(marker.read_text()).get("key")
-        if held != exp.key:
-            if not overwrite:
-                raise ResultsExistError(f"--out {out}: holds another experiment's results (key {held}); give "
-                                        f"--overwrite to replace them, or another folder")
-            shutil.rmtree(out / "cells", ignore_errors=True)
-            for name in RESULTS:
-                (out / name).unlink(missing_ok=True)
-    elif out.exists() and any((out / name).exists() for name in ("summary.json", *RESULTS)) and not overwrite:
-        raise ResultsExistError(f"--out {out}: holds results of an earlier run; give --overwrite to replace "
-                                f"them, or another folder")
+    if not marker.exists():
+        check_out_dir(out, overwrite)
+    elif (held := json.loads(marker.read_text()).get("key")) != exp.key:
+        if not overwrite:
+            raise ResultsExistError(f"--out {out}: holds another experiment's results (key {held}); give "
+                                    f"--overwrite to replace them, or another folder")
+        shutil.rmtree(out / "cells", ignore_errors=True)
+        for name in RESULTS:
+            (out / name).unlink(missing_ok=True)
     doc = {"name": exp.name, "key": exp.key, "sweep": exp.sweep, "x_label": exp.x_label,
            "fixed": exp.fixed,
            "axes": {k: list(v) for k, v in exp.axes.items()}, "base": str(exp.base)}
