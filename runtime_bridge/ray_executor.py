@@ -97,10 +97,14 @@ def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str,
             report = train_lease(workload, steps=steps, seconds=seconds, checkpoint=checkpoint)
     finally:
         Path(marker).unlink(missing_ok=True)
+        if device == "cuda":
+            torch.cuda.empty_cache()
     return report.start_step, report.steps, report.seconds
 
 
-_train_remote = ray.remote(max_retries=0)(_train)
+#: workers are reused by every lease (Ray's default for GPU tasks is a new process per task, whose
+#: start, CUDA context and first kernels then fall into every round)
+_train_remote = ray.remote(max_retries=0, max_calls=0)(_train)
 
 
 class RayExecutor(Executor):

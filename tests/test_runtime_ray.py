@@ -301,3 +301,18 @@ def test_cli_runs_a_deadline_trace_for_real_under_any_policy(tmp_path, policy):
     assert summary["policy"] == policy and summary["jobs_completed"] == 2 and summary["executor"] == "ray"
     assert summary["mean_abs_jct_difference"] == 0.0
     assert summary["deadline_satisfactory_ratio"] == 1.0
+
+
+def test_the_real_vs_simulated_benchmark_profiles_runs_and_reports_the_gap(tmp_path):
+    from benchmarks.real_vs_simulated import main
+
+    gap = main(["--out", str(tmp_path), "--device", "cpu", "--workloads", "recommendation", "--jobs", "2",
+                "--work", "20:40", "--spacing", "10", "--round", "20", "--time-scale", "0.02", "--seconds", "0.2"])
+    assert gap["device"] == "cpu" and gap["gpus"] == 2 and gap["failed_leases"] == 0 and gap["leases"] >= 2
+    assert 0 < gap["credited_over_planned"] <= 1 and gap["measured_over_profiled"] > 0
+    assert gap["makespan"] >= gap["simulated_makespan"] > 0  # credit never exceeds the plan
+    trace = (tmp_path / "jobs.trace").read_text().splitlines()
+    assert len(trace) == 2 and all(line.startswith("Recommendation-8 (batch size 32)\t") for line in trace)
+    assert {"jobs.csv", "leases.csv", "fidelity.csv", "summary.json"} <= {p.name for p in (tmp_path / "run").iterdir()}
+    written = json.loads((tmp_path / "gap.json").read_text())
+    assert written["average_jct_difference"] == pytest.approx(gap["average_jct_difference"])
