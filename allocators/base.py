@@ -20,6 +20,7 @@ from types import ModuleType
 import numpy as np
 
 from formulations import Allocation, AllocationProblem
+from formulations.classes import MergedProblem, expand, merge_equal_jobs
 from formulations.pair_generation import solve_packed, widen
 from optim import (
     Capability,
@@ -99,6 +100,9 @@ class Policy(SchedulingPolicy):
     #: re-solve each LP warm from this policy's last one of the same name (:class:`optim.Session`)
     #: on backends with ``Capability.INCREMENTAL``; the same optimum as a cold solve
     warm_resolve: bool = False
+    #: the program is concave and symmetric in jobs equal in throughputs, scale factor, weight and
+    #: these optional fields: on a vertex backend it is solved merged (:mod:`formulations.classes`)
+    merge_on: tuple[str, ...] | None = None
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
         super().__init__(solver, options)
@@ -131,13 +135,29 @@ class Policy(SchedulingPolicy):
                        ) -> tuple[AllocationProblem, Model, Result, np.ndarray | None]:
         """``build(problem)`` solved, as ``(problem', model, result, generated)``: for a
         space-sharing policy the LP's pair columns are generated (:mod:`formulations.pair_generation`)
-        and ``problem'`` has only the ``generated`` pairs (decode over it, then
-        ``pair_generation.widen``); otherwise ``problem`` itself and ``generated`` None."""
+        and ``problem'`` has only the ``generated`` pairs; for a policy with ``merge_on``
+        ``problem'`` is the merged problem when some jobs are equal; otherwise ``problem`` itself
+        and ``generated`` None. Decode over ``problem'``, then :meth:`_finish`."""
         if not self.uses_pairs or problem.pairs is None:
-            model = build(problem)
-            return problem, model, self._solve(model, problem), None
+            solved = (merge_equal_jobs(problem, self.merge_on) if self._merges else None) or problem
+            model = build(solved)
+            return solved, model, self._solve(model, solved), None
         restricted, model, result, info = solve_packed(problem, build, self.solver, self.options)
         return restricted, model, result, info.generated
+
+    @property
+    def _merges(self) -> bool:
+        """Solve merged (``merge_on``) on a backend whose LP answers are vertices: an interior-point
+        one would return the centre of the merged program's optimal face, which is not the full
+        program's (equal optimum, another allocation)."""
+        return self.merge_on is not None and Capability.VERTEX in get_backend(self.solver).capabilities()
+
+    @staticmethod
+    def _finish(allocation: Allocation, problem: AllocationProblem, generated: np.ndarray | None) -> Allocation:
+        """An allocation decoded over :meth:`_solve_program`'s ``problem'`` as one of ``problem``."""
+        if isinstance(allocation.problem, MergedProblem):
+            return expand(allocation)
+        return widen(allocation, problem, generated)
 
     def _solve_whole(self, model: Model) -> Result:
         """``model`` solved cold, or warm (``warm_resolve``, an LP, a backend that can)."""
@@ -171,4 +191,4 @@ class FormulationPolicy(Policy):
     def allocate(self, problem: AllocationProblem) -> Allocation:
         solved, model, result, generated = self._solve_program(
             problem, lambda p: self.formulation.build(p, self.variant))
-        return widen(self.formulation.decode(solved, model, result, self.name), problem, generated)
+        return self._finish(self.formulation.decode(solved, model, result, self.name), problem, generated)

@@ -12,9 +12,11 @@ this project). Two parts:
   (``scheduler/policies``: cvxpy + ECOS, ``get_allocation``) and through ours
   (``make_policy(name, solver).allocate``), each timed end to end (the median of ``--repeat``
   calls; HiGHS up to ``--highs-max-jobs``). Both allocations are scored with the program's own
-  objective: the max-min level ``min_i k_i thr_i(x)``, the total throughput ``Σ T x``, or the
+  objective: the max-min level ``min_i k_i thr_i(x)``, the total throughput ``Σ T x``, the
   makespan ``max_i R_i / thr_i(x)`` (Gavel's makespan policy bisects to within 5 %, so there ours
-  may be lower). Gavel is run up to ``--published-max-jobs`` jobs.
+  may be lower), or the worst finish-time ratio ``max_i rho_i(x)`` (a first call: no cumulative
+  isolated time; every job has steps left and seconds since arrival drawn at random). Gavel is
+  run up to ``--published-max-jobs`` jobs.
 - **Replays** (``--replays``): the two continuous-arrival traces (``multi_lam1800`` jobs 100-299,
   ``single_lam900`` jobs 100-399, 36:36:36, ``max_min_fairness_perf``, seed 0) as whole processes:
   ``schedopt simulate --gavel-compat`` against the published
@@ -23,7 +25,10 @@ this project). Two parts:
   ``make rpc_stubs`` done in DIR/scheduler). ``--pairs`` runs alternate; CPU seconds are the
   children's user + system time.
 
-Writes ``benchmarks/results/versus_published.csv`` (policies) and
+``--large JOBS TYPES`` also times ours alone (HiGHS, which solves merged) on one instance of JOBS jobs
+and TYPES worker types (rates from the table's three, scaled per type; no published run).
+
+Writes ``benchmarks/results/versus_published.csv`` (policies), ``..._large.csv`` and
 ``benchmarks/results/versus_published_replays.csv``, and prints the machine.
 """
 
@@ -45,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from allocators import make_policy
-from formulations import AllocationProblem
+from formulations import AllocationProblem, finish_time_fairness
 from formulations.max_min_fairness import normalized_coefficients
 from simulator import build_problem, parse_cluster, read_gavel_json, sample_jobs
 from simulator.simulate import default_solver
@@ -58,6 +63,7 @@ POLICIES = {
     "max_min_fairness_perf": ("max_min_fairness", "MaxMinFairnessPolicyWithPerf", "max-min level"),
     "max_sum_throughput_perf": ("max_sum_throughput", "ThroughputSumWithPerf", "total throughput"),
     "min_total_duration_perf": ("min_total_duration", "MinTotalDurationPolicyWithPerf", "makespan (s)"),
+    "finish_time_fairness_perf": ("finish_time_fairness", "FinishTimeFairnessPolicyWithPerf", "worst FTF rho"),
 }
 JOBS = (64, 256, 1024, 4096, 16384, 100_000)
 REPLAYS = (("multi_lam1800.trace", 100, 300, True), ("single_lam900.trace", 100, 400, False))
@@ -70,8 +76,8 @@ def instance(table, jobs: int, seed: int) -> AllocationProblem:
     cluster = parse_cluster(",".join(f"{t}={each}" for t in table.worker_types))
     problem = build_problem(cluster, sample_jobs(table, jobs, seed=seed, multi_gpu=True), table)
     rng = np.random.default_rng(seed)
-    steps = rng.uniform(1e4, 1e6, jobs)
-    return AllocationProblem(**{**problem.__dict__, "remaining_steps": steps})
+    steps, elapsed = rng.uniform(1e4, 1e6, jobs), rng.uniform(0.0, 1e5, jobs)
+    return AllocationProblem(**{**problem.__dict__, "remaining_steps": steps, "time_since_arrival": elapsed})
 
 
 def score(policy: str, problem: AllocationProblem, x: np.ndarray) -> float:
@@ -81,6 +87,9 @@ def score(policy: str, problem: AllocationProblem, x: np.ndarray) -> float:
         return float((normalized_coefficients(problem, "perf") * x).sum(axis=1).min())
     if policy == "max_sum_throughput_perf":
         return float((T * x).sum())
+    if policy == "finish_time_fairness_perf":  # a first call: no cumulative isolated time yet
+        return float(finish_time_fairness.levels(problem, "perf", np.zeros(problem.num_jobs)).rho((T * x).sum(axis=1))
+                     .max())
     with np.errstate(divide="ignore"):
         return float((problem.remaining_steps / (T * x).sum(axis=1)).max())
 
@@ -106,6 +115,10 @@ def gavel_call(policy: str, cls, problem: AllocationProblem):
         out = obj.get_allocation(thr, scale, {i: float(problem.weights[k]) for k, i in enumerate(ids)}, cluster)
     elif policy == "max_sum_throughput_perf":
         out = obj.get_allocation(thr, scale, cluster)
+    elif policy == "finish_time_fairness_perf":
+        out = obj.get_allocation(thr, scale, {i: float(problem.weights[k]) for k, i in enumerate(ids)},
+                                 {i: float(problem.time_since_arrival[k]) for k, i in enumerate(ids)},
+                                 {i: float(problem.remaining_steps[k]) for k, i in enumerate(ids)}, cluster)
     else:
         out = obj.get_allocation(thr, scale, {i: float(problem.remaining_steps[k]) for k, i in enumerate(ids)},
                                  cluster)
@@ -134,7 +147,7 @@ def policy_rows(args, table) -> list[dict]:
                 row.update(published_s=round(statistics.median(times), 4), published_value=score(policy, problem,
                                                                                                  x[-1]))
             for solver in args.solvers:
-                if solver == "highs" and jobs > args.highs_max_jobs:
+                if solver == "highs" and jobs > args.highs_max_jobs and make_policy(policy, "highs").merge_on is None:
                     continue
                 times, x = zip(*(ours_call(policy, solver, problem) for _ in range(args.repeat)), strict=True)
                 value = score(policy, problem, x[-1])
@@ -144,6 +157,34 @@ def policy_rows(args, table) -> list[dict]:
                     row[f"{solver}_speedup"] = round(row["published_s"] / row[f"{solver}_s"], 2)
                     row[f"{solver}_rel_diff"] = f"{value / row['published_value'] - 1:+.2e}"
             print({k: v for k, v in row.items() if not k.endswith("_value")}, flush=True)
+            rows.append(row)
+    return rows
+
+
+def wide_instance(table, jobs: int, types: int, seed: int = 0) -> AllocationProblem:
+    """``jobs`` jobs of Gavel's mix on ``types`` worker types, ``jobs / 4`` GPUs each: type j runs a
+    job type at the table's rate on type ``j mod 3`` times a factor in [0.5, 1.5] drawn per job type
+    and worker type (so jobs of one type stay equal)."""
+    base = instance(table, jobs, seed)
+    rng = np.random.default_rng(seed)
+    kinds, kind = np.unique(np.array(base.job_types), return_inverse=True)
+    factor = rng.uniform(0.5, 1.5, (kinds.size, types))
+    T = base.throughputs[:, np.arange(types) % base.num_types] * factor[kind]
+    fields = {**base.__dict__, "worker_types": tuple(f"t{j}" for j in range(types)), "throughputs": T,
+              "capacities": np.full(types, max(8.0, jobs / 4))}
+    return AllocationProblem(**fields)
+
+
+def large_rows(table, jobs: int, types: int, repeat: int) -> list[dict]:
+    """Ours alone on one large instance (:func:`wide_instance`): max-min and throughput."""
+    problem = wide_instance(table, jobs, types)
+    rows = []
+    for policy in ("max_min_fairness_perf", "max_sum_throughput_perf"):
+        for solver in ("highs",):  # Clarabel and block see every job (classes.py): minutes at 1,000,000 x 10
+            times, x = zip(*(ours_call(policy, solver, problem) for _ in range(repeat)), strict=True)
+            row = {"policy": policy, "jobs": jobs, "types": types, "solver": solver,
+                   "seconds": round(statistics.median(times), 3), "value": score(policy, problem, x[-1])}
+            print(row, flush=True)
             rows.append(row)
     return rows
 
@@ -198,10 +239,12 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--jobs", type=int, nargs="+", default=list(JOBS))
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
-    parser.add_argument("--solvers", nargs="+", default=["auto", "block"])
+    parser.add_argument("--solvers", nargs="+", default=["auto", "highs", "block"])
     parser.add_argument("--published-max-jobs", type=int, default=100_000)
     parser.add_argument("--highs-max-jobs", type=int, default=16384,
-                        help="HiGHS' simplex takes minutes from 100,000 jobs (182 s on max_min_fairness_perf)")
+                        help="HiGHS on a program it cannot merge (makespan, FTF) takes minutes from 100,000 jobs")
+    parser.add_argument("--large", type=int, nargs=2, metavar=("JOBS", "TYPES"),
+                        help="also time ours alone (highs) on JOBS jobs of TYPES worker types")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--replays", action="store_true")
     parser.add_argument("--gavel-python", default=sys.executable)
@@ -214,6 +257,8 @@ def main() -> None:
     if not args.skip_policies:
         table = read_gavel_json(args.data / "gavel" / "simulation_throughputs.json")
         write_rows(policy_rows(args, table), RESULTS / "versus_published.csv")
+        if args.large:
+            write_rows(large_rows(table, *args.large, args.repeat), RESULTS / "versus_published_large.csv")
     if args.replays:
         write_rows(replay_rows(args), RESULTS / "versus_published_replays.csv")
 

@@ -24,8 +24,14 @@ import scipy.sparse as sp
 from optim import CsrArrays, Model, Result, VarBlock
 from optim.sparse import expand_pointers
 
+from .classes import MergedProblem
 from .problem import Allocation, AllocationProblem
 from .rates import pair_runnable, runnable
+
+
+def multiplicity(problem: AllocationProblem) -> np.ndarray:
+    """Jobs behind each row of ``problem``: a merged problem's class sizes, else ones."""
+    return problem.counts if isinstance(problem, MergedProblem) else np.ones(problem.num_jobs)
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,8 @@ class Combinations:
         job_ids = self.problem.job_ids
         x = model.add_variables(name, (C, n), lb=0.0, ub=np.where(self.runnable, np.inf, 0.0),
                                 keys=job_ids if C == job_ids.shape[0] else None)
-        capacity = CsrArrays(np.tile(self.scale.astype(float), n), _cells(n, np.arange(C)).reshape(C, n).T.ravel(),
+        gpus = self.scale * multiplicity(self.problem) if C == job_ids.shape[0] else self.scale.astype(float)
+        capacity = CsrArrays(np.tile(gpus, n), _cells(n, np.arange(C)).reshape(C, n).T.ravel(),
                              np.arange(0, n * C + 1, C), (n, C * n))
         model.add_rows("capacity", {x: capacity}, hi=self.problem.capacities, keys=np.array(self.problem.worker_types))
         inc = self.incidence
@@ -112,7 +119,8 @@ def _scale_into_budgets(problem: AllocationProblem, x: np.ndarray) -> np.ndarray
     packed = x.shape[0] > m
     first = np.concatenate([np.arange(m), pairs.first]) if packed else np.arange(m)
     second = np.concatenate([np.arange(m), pairs.second]) if packed else first
-    x = x * np.minimum(1.0, problem.capacities / np.maximum(problem.scale_factors[first] @ x, 1e-300))
+    gpus = (problem.scale_factors * multiplicity(problem))[first]
+    x = x * np.minimum(1.0, problem.capacities / np.maximum(gpus @ x, 1e-300))
     per_combination = x.sum(axis=1)
     time = np.bincount(first, weights=per_combination, minlength=m)
     if packed:

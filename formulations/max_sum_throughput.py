@@ -3,6 +3,7 @@
     maximize  sum_i sum_c sum_j E[i, (c, j)] x_cj / cost_j
     s.t.      thr_i(x) >= R_i / SLO_i    for jobs with an SLO (seconds left),   base rows
 
+Over a merged problem (:mod:`formulations.classes`) each class's throughput counts n_c times.
 ``cost_j`` = the problem's price of type j for the cost-normalized variants (1 when no
 prices are given, or for ``max_sum_throughput_perf``). Variants: "perf",
 "normalized_by_cost_perf", "normalized_by_cost_perf_SLOs",
@@ -16,6 +17,7 @@ import numpy as np
 from optim import Model, Result
 
 from . import combinations
+from .classes import MergedProblem
 from .problem import Allocation, AllocationProblem
 
 VARIANTS: tuple[str, ...] = (
@@ -54,7 +56,8 @@ def build(problem: AllocationProblem, variant: str = "perf", *, with_slos: bool 
     x = combos.add_allocation(model)
     n = problem.num_types
     cost = problem.prices if uses_prices(variant) and problem.prices is not None else np.ones(n)
-    per_cell = np.asarray(combos.throughput_map().sum(axis=0)).reshape(x.shape)
+    per_job = problem.counts if isinstance(problem, MergedProblem) else None  # a class's throughput, n_c times
+    per_cell = np.asarray(combos.throughput_map(per_job).sum(axis=0)).reshape(x.shape)
     model.set_objective({x: per_cell / cost}, sense="max")
     if uses_slos(variant) and with_slos:
         jobs, needed = slo_rates(problem)

@@ -13,6 +13,7 @@ class Capability(str, Enum):
     DUALS = "duals"  # row duals of an LP
     WARM_START = "warm_start"  # starts a MIP from a given point (SolveOptions.start)
     INCREMENTAL = "incremental"  # keeps an LP live, updates it by a delta and re-solves from its basis
+    VERTEX = "vertex"  # an LP's answer is a vertex (basic solution), not the centre of the optimal face
 
     def __str__(self) -> str:
         return self.value

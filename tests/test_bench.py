@@ -137,7 +137,8 @@ def test_reference_suite_covers_every_formulation_and_tables_what_solved():
     assert "| `max_min_fairness_water_filling_perf` | highs |" in text and "| 2 |" in text
 
 
-@pytest.mark.parametrize("policy", ["max_min_fairness_perf", "max_sum_throughput_perf", "min_total_duration_perf"])
+@pytest.mark.parametrize("policy", ["max_min_fairness_perf", "max_sum_throughput_perf", "min_total_duration_perf",
+                                    "finish_time_fairness_perf"])
 def test_versus_published_scores_an_allocation_with_the_programs_own_objective(policy, shared_data):
     from allocators import make_policy
     from benchmarks.versus_published import instance, ours_call, score
@@ -150,3 +151,15 @@ def test_versus_published_scores_an_allocation_with_the_programs_own_objective(p
     value = score(policy, problem, x)
     assert value == pytest.approx(alloc.objective, rel=1e-6)  # clarabel's allocation, highs' objective
     assert score(policy, problem, x * 0.5) != pytest.approx(value, rel=1e-3)
+
+
+def test_versus_published_wide_instances_keep_equal_jobs_equal(shared_data):
+    from benchmarks.versus_published import wide_instance
+    from formulations.classes import merge_equal_jobs
+    from simulator import read_gavel_json
+
+    table = read_gavel_json(shared_data / "gavel" / "simulation_throughputs.json")
+    problem = wide_instance(table, 400, 10)
+    assert problem.throughputs.shape == (400, 10) and (problem.capacities == 100).all()
+    merged = merge_equal_jobs(problem)
+    assert merged is not None and merged.num_jobs < 100  # the mix has fewer than 100 (type, scale) kinds

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import many_equal_jobs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,25 +13,6 @@ from formulations import AllocationProblem, max_min_fairness
 from optim import Status, solve
 
 POLICIES = ("max_min_fairness_perf", "max_sum_throughput_perf", "min_total_duration_perf")
-
-
-@st.composite
-def many_equal_jobs(draw):
-    """40-150 jobs of 2-6 kinds (throughputs, scale factor, weight, steps) on 2-3 worker types."""
-    n = draw(st.integers(2, 3))
-    kinds = draw(st.integers(2, 6))
-    T = np.array(draw(st.lists(st.floats(0.5, 50.0), min_size=kinds * n, max_size=kinds * n))).reshape(kinds, n)
-    T[:, 1:] *= np.array(draw(st.lists(st.booleans(), min_size=kinds * (n - 1), max_size=kinds * (n - 1)))).reshape(
-        kinds, n - 1)
-    scale = np.array(draw(st.lists(st.sampled_from([1, 2, 4]), min_size=kinds, max_size=kinds)))
-    weight = np.array(draw(st.lists(st.sampled_from([1.0, 2.0]), min_size=kinds, max_size=kinds)))
-    steps = np.array(draw(st.lists(st.floats(1e3, 1e5), min_size=kinds, max_size=kinds)))
-    m = draw(st.integers(40, 150))
-    kind = np.array(draw(st.lists(st.integers(0, kinds - 1), min_size=m, max_size=m)))
-    caps = np.array(draw(st.lists(st.integers(4, 60), min_size=n, max_size=n)), dtype=float)
-    return AllocationProblem(worker_types=tuple(f"t{j}" for j in range(n)), capacities=caps, job_ids=np.arange(m),
-                             job_types=tuple(f"k{k}" for k in kind), scale_factors=scale[kind], weights=weight[kind],
-                             throughputs=T[kind], remaining_steps=steps[kind])
 
 
 @settings(max_examples=25)

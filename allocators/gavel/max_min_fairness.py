@@ -16,6 +16,7 @@ class MaxMinFairnessAgnostic(MaxMinFairness):
 
     name = "max_min_fairness"
     variant = "agnostic"
+    merge_on = ()
 
 
 class MaxMinFairnessPerf(MaxMinFairness):
@@ -23,6 +24,7 @@ class MaxMinFairnessPerf(MaxMinFairness):
 
     name = "max_min_fairness_perf"
     variant = "perf"
+    merge_on = ()
 
 
 class MaxMinFairnessPacked(MaxMinFairness):

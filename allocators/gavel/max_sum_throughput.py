@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem, max_sum_throughput
-from formulations.pair_generation import widen
 from optim import Status
 
 
@@ -15,6 +14,11 @@ class MaxSumThroughput(Policy):
     program = ProgramClass.LP
     variant: str
     warm_resolve = True
+
+    @property
+    def merge_on(self) -> tuple[str, ...]:
+        """Jobs equal in throughputs, scale and weight (and in R_i / SLO_i with SLOs) are merged."""
+        return ("remaining_steps", "slo_remaining") if max_sum_throughput.uses_slos(self.variant) else ()
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
         notes = []
@@ -29,7 +33,7 @@ class MaxSumThroughput(Policy):
             notes.append("the SLOs cannot all be met: re-solved without the SLO rows")
             solved, model, result, generated = self._solve_program(
                 problem, lambda p: max_sum_throughput.build(p, self.variant, with_slos=False))
-        allocation = widen(max_sum_throughput.decode(solved, model, result, self.name), problem, generated)
+        allocation = self._finish(max_sum_throughput.decode(solved, model, result, self.name), problem, generated)
         allocation.notes[:0] = notes
         return allocation
 

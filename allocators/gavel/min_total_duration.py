@@ -10,7 +10,6 @@ from formulations import (
     combinations,
     min_total_duration,
 )
-from formulations.pair_generation import widen
 from optim import SolveOptions, Status
 
 #: Gavel's search: T in [100 s, 1e6 s], halved until hi <= 1.05 lo, the range moved up
@@ -46,7 +45,8 @@ class MinTotalDuration(Policy):
         S = min_total_duration.time_scale(problem, self.variant)
         solved, model, result, generated = self._solve_program(
             problem, lambda p: min_total_duration.build(p, self.variant, S))
-        return widen(min_total_duration.decode(solved, model, result, self.name, self.variant, S), problem, generated)
+        return self._finish(min_total_duration.decode(solved, model, result, self.name, self.variant, S), problem,
+                            generated)
 
     def _bisect(self, problem: AllocationProblem) -> Allocation:
         published = self.variant != "packed" and self.solver == self.published_solver

@@ -43,7 +43,7 @@ class GurobiBackend(Backend):
     def capabilities(self) -> frozenset[Capability]:
         return frozenset(
             {Capability.LP, Capability.MILP, Capability.LOG, Capability.SOC, Capability.DUALS,
-             Capability.WARM_START, Capability.INCREMENTAL}
+             Capability.WARM_START, Capability.INCREMENTAL, Capability.VERTEX}
         )
 
     def version(self) -> str:

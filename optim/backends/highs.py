@@ -24,7 +24,7 @@ class HighsBackend(Backend):
 
     def capabilities(self) -> frozenset[Capability]:
         return frozenset({Capability.LP, Capability.MILP, Capability.DUALS, Capability.WARM_START,
-                          Capability.INCREMENTAL})
+                          Capability.INCREMENTAL, Capability.VERTEX})
 
     def version(self) -> str:
         import highspy

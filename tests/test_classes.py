@@ -1,0 +1,82 @@
+"""Equal jobs merged (formulations.classes): the merged program's optimum is the full program's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from helpers import many_equal_jobs, problems, tiny
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allocators import make_policy
+from formulations import allocation_violations, max_min_fairness, max_sum_throughput
+from formulations.classes import MERGED_NOTE, MergedProblem, merge_equal_jobs
+from optim import solve
+
+#: policy -> the full (unmerged) program of the same problem
+FULL = {
+    "max_min_fairness_perf": lambda p: max_min_fairness.build(p, "perf"),
+    "max_min_fairness": lambda p: max_min_fairness.build(p, "agnostic"),
+    "max_sum_throughput_perf": lambda p: max_sum_throughput.build(p, "perf"),
+    "max_sum_throughput_normalized_by_cost_perf": lambda p: max_sum_throughput.build(p, "normalized_by_cost_perf"),
+}
+
+
+@settings(max_examples=30)
+@given(many_equal_jobs(), st.sampled_from(sorted(FULL)))
+def test_the_merged_program_has_the_full_programs_optimum(problem, policy):
+    allocation = make_policy(policy, "highs").allocate(problem)
+    full = solve(FULL[policy](problem), "clarabel")
+    assert allocation.objective == pytest.approx(full.objective, rel=1e-7)
+    assert MERGED_NOTE in allocation.notes and allocation.problem is problem
+    assert allocation.program.num_vars < full.x.size  # fewer columns than the full program
+    assert allocation_violations(allocation) == []
+    if policy.startswith("max_sum"):
+        assert (problem.throughputs * allocation.x).sum() == pytest.approx(full.objective, rel=1e-7)
+    else:
+        shares = (max_min_fairness.normalized_coefficients(problem, "perf" if "perf" in policy else "agnostic")
+                  * allocation.x).sum(axis=1)
+        assert shares.min() == pytest.approx(full.objective, rel=1e-7)
+
+
+@given(problems(max_jobs=10))
+def test_equal_jobs_share_a_class_and_the_class_stands_for_them(problem):
+    doubled = dataclasses.replace(
+        problem, job_ids=np.arange(2 * problem.num_jobs), job_types=problem.job_types * 2,
+        scale_factors=np.tile(problem.scale_factors, 2), weights=np.tile(problem.weights, 2),
+        throughputs=np.tile(problem.throughputs, (2, 1)))
+    merged = merge_equal_jobs(doubled)
+    assert isinstance(merged, MergedProblem) and merged.original is doubled
+    assert merged.counts.sum() == doubled.num_jobs and (merged.counts >= 2).all()
+    np.testing.assert_array_equal(merged.throughputs[merged.members], doubled.throughputs)
+    np.testing.assert_array_equal(merged.scale_factors[merged.members], doubled.scale_factors)
+    assert list(merged.job_ids) == sorted(merged.job_ids)  # representatives keep the job order
+
+
+def test_jobs_that_differ_in_a_field_the_program_reads_are_not_merged():
+    problem = tiny([[1.0, 2.0], [1.0, 2.0]], caps=(2, 2), remaining_steps=np.array([10.0, 20.0]),
+                   slo_remaining=np.array([100.0, 100.0]))
+    assert merge_equal_jobs(problem).counts.tolist() == [2.0]  # max-min reads no steps
+    assert merge_equal_jobs(problem, ("remaining_steps", "slo_remaining")) is None
+    slo = make_policy("max_sum_throughput_normalized_by_cost_perf_SLOs", "highs").allocate(problem)
+    assert MERGED_NOTE not in slo.notes and slo.problem is problem
+
+
+def test_an_interior_point_backend_solves_the_full_program():
+    # the centre of the merged program's optimal face is not the full program's: equal optimum,
+    # another allocation; so Clarabel (and block) solve every job
+    problem = tiny([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0]], caps=(1, 1))
+    merged = make_policy("max_min_fairness_perf", "highs").allocate(problem)
+    for solver in ("clarabel", "block"):
+        full = make_policy("max_min_fairness_perf", solver).allocate(problem)
+        assert MERGED_NOTE not in full.notes and full.program.num_vars == 7
+        assert full.objective == pytest.approx(merged.objective, rel=1e-7)
+
+
+def test_a_problem_of_distinct_jobs_is_solved_as_it_is():
+    problem = tiny([[1.0, 2.0], [2.0, 1.0]], caps=(1, 1))
+    assert merge_equal_jobs(problem) is None
+    allocation = make_policy("max_min_fairness_perf", "highs").allocate(problem)
+    assert MERGED_NOTE not in allocation.notes and allocation.program.num_vars == 5  # x (2 x 2) and z
