@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import replace
 from enum import Enum
 from types import ModuleType
 
@@ -139,9 +140,13 @@ class Policy(SchedulingPolicy):
         ``problem'`` is the merged problem when some jobs are equal; otherwise ``problem`` itself
         and ``generated`` None. Decode over ``problem'``, then :meth:`_finish`."""
         if not self.uses_pairs or problem.pairs is None:
-            solved = (merge_equal_jobs(problem, self.merge_on) if self._merges else None) or problem
-            model = build(solved)
-            return solved, model, self._solve(model, solved), None
+            merged = merge_equal_jobs(problem, self.merge_on) if self._merges else None
+            if merged is not None:  # a small LP whose zero point is feasible: cold, primal simplex (unless asked)
+                options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
+                model = build(merged)
+                return merged, model, solve(model.canonical(), self.solver, options), None
+            model = build(problem)
+            return problem, model, self._solve(model, problem), None
         restricted, model, result, info = solve_packed(problem, build, self.solver, self.options)
         return restricted, model, result, info.generated
 

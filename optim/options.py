@@ -6,7 +6,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Method = Literal["auto", "simplex", "ipm"]
+Method = Literal["auto", "simplex", "ipm", "primal"]
 
 
 @dataclass(frozen=True)
@@ -14,6 +14,9 @@ class SolveOptions:
     """Options every backend maps onto its own parameters.
 
     ``raw`` is passed through verbatim to the solver (names are the solver's own).
+    ``method`` (LPs): the solver's choice, simplex, interior point, or ``primal``: primal simplex
+    without presolve (HiGHS, Gurobi), the fastest on a small LP whose zero point is feasible
+    (its all-slack basis is a feasible start); backends without simplex ignore it.
     ``seed``: the solver's random seed (HiGHS ``random_seed``, Gurobi ``Seed``), which
     picks among equally good pivots and branchings and so among optima that are not
     unique; solvers without one (Clarabel, the other conic solvers) are deterministic.
@@ -46,8 +49,8 @@ class SolveOptions:
     strict_time_limit: bool = False
 
     def __post_init__(self) -> None:
-        if self.method not in ("auto", "simplex", "ipm"):
-            raise ValueError(f"method must be auto, simplex or ipm, not {self.method!r}")
+        if self.method not in ("auto", "simplex", "ipm", "primal"):
+            raise ValueError(f"method must be auto, simplex, ipm or primal, not {self.method!r}")
         for name in ("time_limit", "mip_gap", "feasibility_tol", "optimality_tol"):
             value = getattr(self, name)
             if value is not None and not value > 0:

@@ -208,6 +208,17 @@ def test_time_limit_and_thread_options_reach_highs():
     assert res.status is Status.OPTIMAL
 
 
+def test_primal_simplex_without_presolve_reaches_highs_and_gurobi():
+    from optim.backends import highs
+
+    canon = ranged_lp("max").canonical()
+    h = highs.load_highs(canon, SolveOptions(method="primal"))
+    assert h.getOptionValue("simplex_strategy")[1] == highs.PRIMAL_SIMPLEX and h.getOptionValue("presolve")[1] == "off"
+    reference = solve(canon, "highs").objective
+    for backend in ("highs", "gurobi"):
+        assert solve(canon, backend, SolveOptions(method="primal")).objective == pytest.approx(reference, rel=1e-9)
+
+
 def test_the_seed_reaches_highs_and_gurobi():
     from optim.backends import highs
 

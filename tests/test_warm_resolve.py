@@ -261,7 +261,10 @@ def test_partitioned_policies_solve_their_parts_cold_without_fallback_notes():
 
 
 class RecordingPolicy(MaxMinFairnessPerf):
-    """max_min_fairness_perf that records each round's problem, objective and whether it was warm."""
+    """max_min_fairness_perf that records each round's problem, objective and whether it was warm;
+    it solves the full program (merged ones, formulations.classes, are small and solved cold)."""
+
+    merge_on = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -133,7 +133,9 @@ def apply_options(m, options: SolveOptions) -> None:
     if options.seed is not None:
         p.Seed = options.seed
     if options.method != "auto":
-        p.Method = {"simplex": 1, "ipm": 2}[options.method]
+        p.Method = {"simplex": 1, "ipm": 2, "primal": 0}[options.method]
+    if options.method == "primal":
+        p.Presolve = 0
     if options.feasibility_tol is not None:
         p.FeasibilityTol = options.feasibility_tol
     if options.optimality_tol is not None:

@@ -78,7 +78,7 @@ def highs_lp_method(options: SolveOptions, model: CanonicalModel) -> str | None:
         return None
     if options.method == "auto":
         return "ipm" if model.num_vars > IPM_AUTO_COLUMNS else None
-    return options.method
+    return "simplex" if options.method == "primal" else options.method
 
 
 #: HiGHS' simplex_strategy value for primal simplex (re-optimizing after added columns or
@@ -154,6 +154,9 @@ def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
     method = highs_lp_method(options, model)
     if method is not None:
         h.setOptionValue("solver", method)
+    if options.method == "primal" and not model.is_mip:
+        h.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
+        h.setOptionValue("presolve", "off")
     if options.feasibility_tol is not None:
         h.setOptionValue("primal_feasibility_tolerance", float(options.feasibility_tol))
         h.setOptionValue("mip_feasibility_tolerance", float(options.feasibility_tol))
