@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
+from functools import cached_property
 from types import ModuleType
 
 import numpy as np
@@ -150,7 +151,7 @@ class Policy(SchedulingPolicy):
         restricted, model, result, info = solve_packed(problem, build, self.solver, self.options)
         return restricted, model, result, info.generated
 
-    @property
+    @cached_property
     def _merges(self) -> bool:
         """Solve merged (``merge_on``) on a backend whose LP answers are vertices: an interior-point
         one would return the centre of the merged program's optimal face, which is not the full

@@ -36,6 +36,7 @@ from simulator.cluster import parse_cluster
 from simulator.engine import SimulationConfig
 from simulator.files import write_atomically
 from simulator.metrics import csv_text
+from simulator.simulate import default_solver
 from simulator.throughputs import ThroughputTable, write_gavel_json
 from simulator.traces import read_trace
 
@@ -91,8 +92,8 @@ def main(argv: list[str] | None = None) -> dict:
     trace = read_trace(args.out / "jobs.trace")
     run = run_for_real(trace, policy=args.policy, checkpoints=args.out / "checkpoints",
                        time_scale=args.time_scale, model_size=args.model_size, address=None, slots=gpus,
-                       compare_simulation=True, solver="clarabel", cluster=parse_cluster(f"{worker}={gpus}"),
-                       throughputs=table, config=SimulationConfig(
+                       compare_simulation=True, solver=default_solver(args.policy),
+                       cluster=parse_cluster(f"{worker}={gpus}"), throughputs=table, config=SimulationConfig(
                            round_length=args.round, reset_interval=args.round if args.reset_interval is None
                            else args.reset_interval))
     run_seconds = time.perf_counter() - started

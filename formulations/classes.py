@@ -60,12 +60,12 @@ def merge_equal_jobs(problem: AllocationProblem, fields: tuple[str, ...] = ()) -
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     keep = first[order]
-    fields = {f.name: getattr(problem, f.name) for f in dataclasses.fields(AllocationProblem)}
+    values = {f.name: getattr(problem, f.name) for f in dataclasses.fields(AllocationProblem)}
     for name in ("job_ids", "scale_factors", "weights", "throughputs", *OPTIONAL_ARRAYS):
-        if name != "prices" and fields[name] is not None:
-            fields[name] = fields[name][keep]
-    fields["job_types"] = tuple(problem.job_types[i] for i in keep)
-    return MergedProblem(**fields, counts=counts[order].astype(float), members=rank[members.ravel()],
+        if name != "prices" and values[name] is not None:
+            values[name] = values[name][keep]
+    values["job_types"] = tuple(problem.job_types[i] for i in keep)
+    return MergedProblem(**values, counts=counts[order].astype(float), members=rank[members.ravel()],
                          original=problem)
 
 

@@ -27,7 +27,7 @@ dual objective bounds the optimum up to the dual residual, which is reported."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -387,30 +387,18 @@ def aggregate(lp: BlockLP) -> BlockLP:
     rep = first
     C = rep.size
     Ac = (Acd[rep] * np.repeat(mult, K * n).reshape(C, K * n)).reshape(C, K, n).transpose(1, 0, 2).reshape(K, C * n)
-    return BlockLP(
-        num_vars=lp.num_vars,
-        num_rows=lp.num_rows,
+    return replace(
+        lp,
         col_x=lp.col_x[rep],
-        col_y=lp.col_y,
         cx=lp.cx[rep] * mult[:, None],
-        cy=lp.cy,
         lx=lp.lx[rep],
         ux=lp.ux[rep],
-        ly=lp.ly,
-        uy=lp.uy,
         Ab=lp.Ab[rep],
         Aby=lp.Aby[rep],
         blo=lp.blo[rep],
         bhi=lp.bhi[rep],
         Ac=sp.csr_matrix(Ac),
-        Acy=lp.Acy,
-        clo=lp.clo,
-        chi=lp.chi,
-        fixed_values=lp.fixed_values,
-        fixed_cost=lp.fixed_cost,
-        sign=lp.sign,
         row_b=lp.row_b[rep],
-        row_c=lp.row_c,
         multiplicity=mult,
         classes=classes.ravel(),
         original_col_x=lp.col_x,
