@@ -141,7 +141,7 @@ class Policy(SchedulingPolicy):
         ``problem'`` is the merged problem when some jobs are equal; otherwise ``problem`` itself
         and ``generated`` None. Decode over ``problem'``, then :meth:`_finish`."""
         if not self.uses_pairs or problem.pairs is None:
-            merged = merge_equal_jobs(problem, self.merge_on) if self._merges else None
+            merged = merge_equal_jobs(problem, self.merge_on) if self.merges else None
             if merged is not None:  # a small LP whose zero point is feasible: cold, primal simplex (unless asked)
                 options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
                 model = build(merged)
@@ -152,7 +152,7 @@ class Policy(SchedulingPolicy):
         return restricted, model, result, info.generated
 
     @cached_property
-    def _merges(self) -> bool:
+    def merges(self) -> bool:
         """Solve merged (``merge_on``) on a backend whose LP answers are vertices: an interior-point
         one would return the centre of the merged program's optimal face, which is not the full
         program's (equal optimum, another allocation)."""

@@ -10,8 +10,8 @@ this project). Two parts:
 - **Policies.** Random instances drawn from ``gavel/simulation_throughputs.json`` (3 worker types, m
   jobs of Gavel's multi-GPU mix, m / 2 GPUs of each type) go through Gavel's own policy classes
   (``scheduler/policies``: cvxpy + ECOS, ``get_allocation``) and through ours (``make_policy(name,
-  solver).allocate``), each timed end to end (the median of ``--repeat`` calls; HiGHS and ``block``
-  on programs that are not merged up to ``--unmerged-max-jobs``). Both allocations are scored with
+  solver).allocate``), each timed end to end (the median of ``--repeat`` calls; a solver other than
+  ``auto`` on a program it does not merge up to ``--unmerged-max-jobs``). Both allocations are scored with
   the program's own objective: the max-min level ``min_i k_i thr_i(x)``, the total throughput ``Σ T
   x``, the makespan ``max_i R_i / thr_i(x)`` (Gavel's makespan policy bisects to within 5 %, so
   there ours may be lower), or the worst finish-time ratio ``max_i rho_i(x)`` (a first call: no
@@ -28,13 +28,15 @@ this project). Two parts:
 ``--large JOBS TYPES`` also times ours alone (HiGHS, which solves merged) on one instance of JOBS jobs
 and TYPES worker types (rates from the table's three, scaled per type; no published run).
 
-Writes ``benchmarks/results/versus_published.csv`` (policies), ``..._large.csv`` and
+Writes ``benchmarks/results/versus_published.csv`` (policies; rows of policies and sizes not run
+this time are kept), ``..._large.csv`` and
 ``benchmarks/results/versus_published_replays.csv``, and prints the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import importlib
 import json
 import os
@@ -150,8 +152,7 @@ def policy_rows(args, table) -> list[dict]:
                 row.update(published_s=round(statistics.median(times), 4), published_value=score(policy, problem,
                                                                                                  x[-1]))
             for solver in args.solvers:
-                if (solver in ("highs", "block") and jobs > args.unmerged_max_jobs
-                        and make_policy(policy, "highs").merge_on is None):
+                if solver != "auto" and jobs > args.unmerged_max_jobs and not make_policy(policy, solver).merges:
                     continue
                 times, x = zip(*(ours_call(policy, solver, problem) for _ in range(args.repeat)), strict=True)
                 value = score(policy, problem, x[-1])
@@ -162,8 +163,21 @@ def policy_rows(args, table) -> list[dict]:
                     row[f"{solver}_rel_diff"] = f"{value / row['published_value'] - 1:+.2e}"
             print({k: v for k, v in row.items() if not k.endswith("_value")}, flush=True)
             rows.append(row)
-            write_rows(rows, RESULTS / "versus_published.csv")  # after every row: a long run keeps what it did
+            write_rows(_with_kept_rows(rows, RESULTS / "versus_published.csv"), RESULTS / "versus_published.csv")
     return rows
+
+
+def _with_kept_rows(rows: list[dict], path: Path) -> list[dict]:
+    """``rows`` (written after each one: a long run keeps what it did) and the rows of ``path`` for
+    policies and sizes this run did not time, in the order of ``POLICIES`` and job count."""
+    done = {(row["policy"], row["jobs"]) for row in rows}
+    kept = []
+    if path.exists():
+        with path.open(newline="") as f:
+            kept = [row for row in csv.DictReader(f) if (row["policy"], int(row["jobs"])) not in done]
+    merged = sorted([*rows, *kept], key=lambda row: (list(POLICIES).index(row["policy"]), int(row["jobs"])))
+    columns = list(dict.fromkeys(key for row in [*kept, *rows] for key in row))
+    return [{key: row.get(key, "") for key in columns} for row in merged]
 
 
 def wide_instance(table, jobs: int, types: int, seed: int = 0) -> AllocationProblem:
@@ -246,8 +260,8 @@ def main() -> None:
     parser.add_argument("--solvers", nargs="+", default=["auto", "highs", "block"])
     parser.add_argument("--published-max-jobs", type=int, default=100_000)
     parser.add_argument("--unmerged-max-jobs", type=int, default=16384,
-                        help="HiGHS and block on a program that is not merged (makespan, FTF) take minutes from "
-                             "100,000 jobs")
+                        help="a solver other than auto on a program it does not merge (block; HiGHS on FTF) takes "
+                             "minutes from 100,000 jobs")
     parser.add_argument("--large", type=int, nargs=2, metavar=("JOBS", "TYPES"),
                         help="also time ours alone (highs) on JOBS jobs of TYPES worker types")
     parser.add_argument("--repeat", type=int, default=3)

@@ -18,6 +18,20 @@ it converges to the centre of the optimal face, and the merged program's face ha
 centre than the full one's (each class counts once in the barrier instead of n_c times). So
 policies solve merged only on backends whose LP answers are vertices (``Capability.VERTEX``:
 HiGHS, Gurobi); Clarabel, the ``block`` method and ECOS-like solvers see every job.
+
+*Jobs equal but for their demand* (:func:`merge_by_demand`). In a level program (maximize u
+s.t. ``T_i . x_i >= d_i u``, the base rows; the makespan LP, d_i = R_i / S) jobs with equal
+rates and scale factor differ only in d_i. Job i's set ``P(d) = {x >= 0 on its runnable
+types, sum x <= 1, T . x >= d}`` cuts the edges of the simplex {0, e_1, ..., e_n} that join a
+vertex of rate below d to one of rate at least d, so while d stays in one interval between
+consecutive rates of the row, P(d) keeps its combinatorial type and each vertex is an
+affine function of d. Polytopes of one type add vertex by vertex: a point of
+``sum_i P(d_i)`` is ``sum_v l_v sum_i v(d_i)``, so there is an allocation of the class with
+every ``x_i = sum_v l_v v(d_i)`` affine in d_i, i.e. interpolated between the class's
+smallest and largest demand: ``x_i = (1 - t_i) x_lo + t_i x_hi``. The merged program over
+those two anchors (capacity weights ``n - sum t_i`` and ``sum t_i``) is therefore exact for
+every u that keeps each class in one interval, and for every u it is a restriction
+(``(d, x) -> T . x >= d`` is jointly convex, so interpolated points are feasible).
 """
 
 from __future__ import annotations
@@ -31,16 +45,23 @@ from .problem import OPTIONAL_ARRAYS, Allocation, AllocationProblem
 
 #: the note an allocation solved as a merged program carries
 MERGED_NOTE = "jobs with equal data solved as one class each (formulations.classes)"
+#: the note an allocation solved over demand classes carries
+DEMAND_NOTE = ("jobs equal but for their demand solved as two anchors per class and demand interval "
+               "(formulations.classes)")
 
 
 @dataclass(frozen=True)
 class MergedProblem(AllocationProblem):
-    """One representative job per class; ``counts[c]`` equal jobs stand behind row c and
-    ``members[i]`` is the class of job i of ``original``."""
+    """One representative job per class; ``counts[c]`` jobs stand behind row c (a capacity
+    weight, fractional for demand classes) and ``members[i]`` is the row of job i of
+    ``original``; for demand classes job i's shares are ``(1 - blend[i]) x[members[i]] +
+    blend[i] x[upper[i]]``."""
 
     counts: np.ndarray | None = None
     members: np.ndarray | None = None
     original: AllocationProblem | None = None
+    upper: np.ndarray | None = None
+    blend: np.ndarray | None = None
 
 
 def merge_equal_jobs(problem: AllocationProblem, fields: tuple[str, ...] = ()) -> MergedProblem | None:
@@ -59,19 +80,69 @@ def merge_equal_jobs(problem: AllocationProblem, fields: tuple[str, ...] = ()) -
     order = np.argsort(first)  # classes in order of their first job: the merged problem keeps the job order
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    keep = first[order]
+    return _rows_of(problem, first[order], counts[order].astype(float), members=rank[members.ravel()])
+
+
+def demand_classes(problem: AllocationProblem, rates: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """Class label of each job for :func:`merge_by_demand`: equal ``rates`` rows (0 where the job
+    cannot run) and scale factors, and the same half-open interval ``[r_l, r_l+1)`` of the
+    row's rates holding ``demand``."""
+    level = np.count_nonzero((rates > 0) & (rates <= demand[:, None]), axis=1)
+    data = np.ascontiguousarray(np.hstack([rates, problem.scale_factors[:, None].astype(float), level[:, None]]))
+    rows = data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).ravel()
+    return np.unique(rows, return_inverse=True)[1].ravel()
+
+
+def merge_by_demand(problem: AllocationProblem, labels: np.ndarray, demand: np.ndarray) -> MergedProblem | None:
+    """The level program over two anchors per class of ``labels`` (:func:`demand_classes`): the
+    jobs of least and greatest ``demand``, weighted ``n - sum t_i`` and ``sum t_i``, ``t_i =
+    (d_i - d_lo) / (d_hi - d_lo)`` (one anchor where the class's demands are equal); None when
+    that is no smaller than the problem or it has co-located pairs."""
+    if problem.pairs is not None or problem.num_jobs < 2:
+        return None
+    jobs = np.arange(problem.num_jobs)
+    by_class = np.lexsort((jobs, demand, labels))  # per class: by demand, then position
+    sorted_labels = labels[by_class]
+    starts = np.flatnonzero(np.r_[True, sorted_labels[1:] != sorted_labels[:-1]])
+    ends = np.r_[starts[1:], by_class.size] - 1
+    lo, hi = by_class[starts], by_class[ends]
+    spread = demand[hi] - demand[lo]
+    two = spread > 0
+    if lo.size + np.count_nonzero(two) >= problem.num_jobs:
+        return None
+    cls = np.empty(problem.num_jobs, dtype=np.int64)
+    cls[by_class] = np.repeat(np.arange(lo.size), ends - starts + 1)
+    blend = np.where(two[cls], (demand - demand[lo[cls]]) / np.where(two, spread, 1.0)[cls], 0.0)
+    share = np.bincount(cls, weights=blend, minlength=lo.size)
+    anchors = np.concatenate([lo, hi[two]])
+    weights = np.concatenate([np.bincount(cls, minlength=lo.size) - share, share[two]])
+    order = np.argsort(anchors, kind="stable")  # anchors in job order
+    row = np.empty_like(order)
+    row[order] = np.arange(order.size)
+    upper_of = np.full(lo.size, -1, dtype=np.int64)
+    upper_of[two] = row[lo.size:]
+    upper = np.where(two[cls], upper_of[cls], row[cls])
+    return _rows_of(problem, anchors[order], weights[order], members=row[cls], upper=upper, blend=blend)
+
+
+def _rows_of(problem: AllocationProblem, keep: np.ndarray, counts: np.ndarray, **fields) -> MergedProblem:
     values = {f.name: getattr(problem, f.name) for f in dataclasses.fields(AllocationProblem)}
     for name in ("job_ids", "scale_factors", "weights", "throughputs", *OPTIONAL_ARRAYS):
         if name != "prices" and values[name] is not None:
             values[name] = values[name][keep]
     values["job_types"] = tuple(problem.job_types[i] for i in keep)
-    return MergedProblem(**values, counts=counts[order].astype(float), members=rank[members.ravel()],
-                         original=problem)
+    return MergedProblem(**values, counts=counts, original=problem, **fields)
 
 
 def expand(allocation: Allocation) -> Allocation:
     """An allocation of a :class:`MergedProblem` as one of its original problem: every job
-    gets its class's shares (the objective, result and program stay the merged program's)."""
+    gets its class's shares, interpolated for demand classes (the objective, result and
+    program stay the merged program's)."""
     merged = allocation.problem
-    return dataclasses.replace(allocation, problem=merged.original, x=allocation.x[merged.members],
-                               notes=[*allocation.notes, MERGED_NOTE])
+    x = allocation.x[merged.members]
+    note = MERGED_NOTE
+    if merged.upper is not None:
+        t = merged.blend[:, None]
+        x = (1.0 - t) * x + t * allocation.x[merged.upper]
+        note = DEMAND_NOTE
+    return dataclasses.replace(allocation, problem=merged.original, x=x, notes=[*allocation.notes, note])

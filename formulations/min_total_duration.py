@@ -35,6 +35,12 @@ Variant = Literal["agnostic", "perf", "packed"]
 VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
 
 
+def rates(problem: AllocationProblem, variant: Variant) -> np.ndarray:
+    """(m, n): the rates a single job runs at in the variant, 0 where it cannot run."""
+    T = reference_rates(problem) if variant == "agnostic" else problem.throughputs
+    return np.where(runnable(problem), T, 0.0)
+
+
 def space(problem: AllocationProblem, variant: Variant) -> Combinations:
     """The combinations (with the rates) the variant allocates over."""
     if variant == "agnostic":

@@ -1,5 +1,7 @@
 """Shared test helpers: backend lists and random problem strategies."""
 
+import dataclasses
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -74,3 +76,15 @@ def many_equal_jobs(draw):
     return AllocationProblem(worker_types=tuple(f"t{j}" for j in range(n)), capacities=caps, job_ids=np.arange(m),
                              job_types=tuple(f"k{k}" for k in kind), scale_factors=scale[kind], weights=weight[kind],
                              throughputs=T[kind], remaining_steps=steps[kind])
+
+
+@st.composite
+def jobs_equal_but_for_steps(draw):
+    """30-150 jobs of 1-5 kinds (throughputs, scale factor) on 2-3 worker types, each with its own
+    remaining steps (some repeated), clusters from roomy to tight."""
+    problem = draw(many_equal_jobs())
+    m = problem.num_jobs
+    steps = np.array(draw(st.lists(st.floats(1e3, 1e6), min_size=m, max_size=m)))
+    repeats = np.array(draw(st.lists(st.booleans(), min_size=m, max_size=m)))
+    steps = np.where(repeats, steps[0], steps)
+    return dataclasses.replace(problem, weights=np.ones(m), remaining_steps=steps)

@@ -1,4 +1,5 @@
-"""Equal jobs merged (formulations.classes): the merged program's optimum is the full program's."""
+"""Equal jobs merged, and jobs equal but for their demand in classes (formulations.classes): the
+merged program's optimum is the full program's."""
 
 from __future__ import annotations
 
@@ -6,13 +7,21 @@ import dataclasses
 
 import numpy as np
 import pytest
-from helpers import many_equal_jobs, problems, tiny
+from helpers import jobs_equal_but_for_steps, many_equal_jobs, problems, tiny
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allocators import make_policy
-from formulations import allocation_violations, max_min_fairness, max_sum_throughput
-from formulations.classes import MERGED_NOTE, MergedProblem, merge_equal_jobs
+from formulations import Allocation, allocation_violations, max_min_fairness, max_sum_throughput, min_total_duration
+from formulations.classes import (
+    DEMAND_NOTE,
+    MERGED_NOTE,
+    MergedProblem,
+    demand_classes,
+    expand,
+    merge_by_demand,
+    merge_equal_jobs,
+)
 from optim import solve
 
 #: policy -> the full (unmerged) program of the same problem
@@ -80,3 +89,50 @@ def test_a_problem_of_distinct_jobs_is_solved_as_it_is():
     assert merge_equal_jobs(problem) is None
     allocation = make_policy("max_min_fairness_perf", "highs").allocate(problem)
     assert MERGED_NOTE not in allocation.notes and allocation.program.num_vars == 5  # x (2 x 2) and z
+
+
+def _makespan_checks(problem, allocation, reference: float, variant: str = "perf") -> None:
+    assert allocation.objective == pytest.approx(reference, rel=1e-7)
+    assert allocation_violations(allocation) == []
+    rates = min_total_duration.rates(problem, variant)
+    finish = problem.remaining_steps / (rates * allocation.x).sum(axis=1)
+    assert finish.max() == pytest.approx(reference, rel=1e-6)  # every job done within the makespan
+
+
+@settings(max_examples=30)
+@given(jobs_equal_but_for_steps())
+def test_demand_classes_give_the_full_makespan_optimum(problem):
+    allocation = make_policy("min_total_duration_perf", "highs").allocate(problem)
+    S = min_total_duration.time_scale(problem, "perf")
+    for solver in ("clarabel", "highs"):
+        full = solve(min_total_duration.build(problem, "perf", S), solver)
+        _makespan_checks(problem, allocation, S / full.objective)
+    if DEMAND_NOTE in allocation.notes:
+        assert allocation.program.num_vars < 3 * problem.num_types * problem.num_jobs
+        assert allocation.problem is problem
+
+
+@given(problems(max_jobs=12))
+def test_demand_classes_on_the_property_tests_problems(problem):
+    steps = 1e3 * (1 + np.arange(problem.num_jobs) % 3)
+    problem = dataclasses.replace(problem, remaining_steps=steps)
+    allocation = make_policy("min_total_duration", "highs").allocate(problem)
+    S = min_total_duration.time_scale(problem, "agnostic")
+    full = solve(min_total_duration.build(problem, "agnostic", S), "clarabel")
+    _makespan_checks(problem, allocation, S / full.objective, "agnostic")
+
+
+def test_demand_classes_interpolate_between_the_least_and_greatest_demand():
+    # one kind, rates (4, 1): demands 0.2, 0.5, 0.6 lie in [0, 1), demands 1.0 and 1.5 in [1, 4)
+    problem = tiny([[4.0, 1.0]] * 5, caps=(3, 3), remaining_steps=np.array([0.5, 1.5, 1.0, 0.2, 0.6]))
+    demand = problem.remaining_steps
+    labels = demand_classes(problem, problem.throughputs, demand)
+    assert len(set(labels[[0, 3, 4]])) == 1 and len(set(labels[[1, 2]])) == 1 and labels[0] != labels[1]
+    merged = merge_by_demand(problem, labels, demand)
+    assert merged.remaining_steps.tolist() == [1.5, 1.0, 0.2, 0.6]  # anchors in job order
+    assert merged.counts.tolist() == pytest.approx([1.0, 1.0, 1.25, 1.75])  # n - sum t, sum t per class
+    anchor_x = np.array([[0.0, 1.0], [1.0, 0.0], [0.2, 0.0], [0.6, 0.4]])
+    x = expand(Allocation(merged, anchor_x, "test")).x
+    np.testing.assert_allclose(x, [[0.5, 0.3], [0.0, 1.0], [1.0, 0.0], [0.2, 0.0], [0.6, 0.4]])
+    assert x.sum(axis=0) == pytest.approx((merged.counts[:, None] * anchor_x).sum(axis=0))
+    assert merge_by_demand(problem, np.arange(5), demand) is None  # five classes: nothing saved

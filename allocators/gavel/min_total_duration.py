@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+
 from allocators.base import Policy, ProgramClass
 from formulations import (
     Allocation,
@@ -10,13 +14,16 @@ from formulations import (
     combinations,
     min_total_duration,
 )
-from optim import SolveOptions, Status
+from formulations.classes import demand_classes, expand, merge_by_demand
+from optim import SolveOptions, Status, solve
 
 #: Gavel's search: T in [100 s, 1e6 s], halved until hi <= 1.05 lo, the range moved up
 #: tenfold while no T is feasible (we give up past 1e12 s).
 FIRST_RANGE = (100.0, 1e6)
 RATIO = 1.05
 LAST_UPPER = 1e12
+#: demand classes re-drawn at most this many times before the full LP is solved instead
+MAX_REGROUPS = 8
 
 
 class MinTotalDuration(Policy):
@@ -26,7 +33,15 @@ class MinTotalDuration(Policy):
     programs are laid out as published (``build_deadline_published``; not for ``_packed``),
     and the solver stops at the published point; other solvers get the well-scaled rows of
     ``build_deadline``. Its makespan is up to 5% above the optimum,
-    and the allocation is some point of the feasible set, not an optimum."""
+    and the allocation is some point of the feasible set, not an optimum.
+
+    On a vertex backend (``merge_on``, :mod:`formulations.classes`) the exact LP is solved over
+    demand classes: jobs of equal rates and scale factor whose demand ``d_i = R_i u / S`` lies
+    in one interval of their rates. Start from u = 1 (no job finishes sooner than S alone);
+    solve the merged LP (a restriction, so its u' <= u*); if u' = 1, or every job's demand at
+    u' still lies in its class's half-open interval, u' is optimal: the merged LP is exact for
+    every u near u' and both programs' feasible levels are intervals from 0. Otherwise draw the
+    classes at u' (where the merged LP is exact, so u rises) and repeat."""
 
     program = ProgramClass.LP
     variant: min_total_duration.Variant
@@ -34,6 +49,7 @@ class MinTotalDuration(Policy):
     #: the solver the published simulator ran (``--solver ECOS``), used under ``gavel_compat``
     #: when the solver is left to ``auto``
     published_solver = "cvxpy:ECOS"
+    merge_on = ("remaining_steps",)
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, gavel_compat: bool = False):
         super().__init__(solver, options)
@@ -43,10 +59,43 @@ class MinTotalDuration(Policy):
         if self.gavel_compat:
             return self._bisect(problem)
         S = min_total_duration.time_scale(problem, self.variant)
+        settled = True
+        if self.merges and not self.uses_pairs and np.isfinite(S) and S > 0:
+            merged, settled = self._by_demand_classes(problem, S)
+            if merged is not None:
+                return merged
         solved, model, result, generated = self._solve_program(
             problem, lambda p: min_total_duration.build(p, self.variant, S))
-        return self._finish(min_total_duration.decode(solved, model, result, self.name, self.variant, S), problem,
-                            generated)
+        allocation = self._finish(min_total_duration.decode(solved, model, result, self.name, self.variant, S),
+                                  problem, generated)
+        if self.merges and not self.uses_pairs and not settled:
+            allocation.notes.append(f"demand classes did not settle in {MAX_REGROUPS} solves: the full LP was solved")
+        return allocation
+
+    def _by_demand_classes(self, problem: AllocationProblem, S: float) -> tuple[Allocation | None, bool]:
+        """``(allocation, True)``: the exact LP over demand classes (class docstring); ``(None,
+        True)`` where merging saves nothing, ``(None, False)`` where the classes did not settle
+        within ``MAX_REGROUPS`` solves."""
+        rates = min_total_duration.rates(problem, self.variant)
+        steps = problem.remaining_steps / S
+        options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
+        u = 1.0
+        labels = demand_classes(problem, rates, steps * u)
+        for _ in range(MAX_REGROUPS):
+            merged = merge_by_demand(problem, labels, steps)
+            if merged is None:
+                return None, True
+            model = min_total_duration.build(merged, self.variant, S)
+            result = solve(model.canonical(), self.solver, options)
+            if result.status is not Status.OPTIMAL:
+                return None, False
+            u = float(result.value("u")[0])
+            redrawn = demand_classes(problem, rates, steps * u)
+            if u >= 1.0 - 1e-9 or np.array_equal(redrawn, labels):
+                decoded = min_total_duration.decode(merged, model, result, self.name, self.variant, S)
+                return expand(decoded), True
+            labels = redrawn
+        return None, False
 
     def _bisect(self, problem: AllocationProblem) -> Allocation:
         published = self.variant != "packed" and self.solver == self.published_solver
