@@ -83,14 +83,20 @@ def merge_equal_jobs(problem: AllocationProblem, fields: tuple[str, ...] = ()) -
     return _rows_of(problem, first[order], counts[order].astype(float), members=rank[members.ravel()])
 
 
-def demand_classes(problem: AllocationProblem, rates: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    """Class label of each job for :func:`merge_by_demand`: equal ``rates`` rows (0 where the job
-    cannot run) and scale factors, and the same half-open interval ``[r_l, r_l+1)`` of the
-    row's rates holding ``demand``."""
-    level = np.count_nonzero((rates > 0) & (rates <= demand[:, None]), axis=1)
-    data = np.ascontiguousarray(np.hstack([rates, problem.scale_factors[:, None].astype(float), level[:, None]]))
+def equal_rows(rates: np.ndarray, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, kind)``: the first job of each kind of equal ``rates`` row and scale factor, and
+    each job's kind."""
+    data = np.ascontiguousarray(np.hstack([rates, gpus[:, None].astype(float)]))
     rows = data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).ravel()
-    return np.unique(rows, return_inverse=True)[1].ravel()
+    _, first, kind = np.unique(rows, return_index=True, return_inverse=True)
+    return first, kind.ravel()
+
+
+def demand_classes(kind: np.ndarray, rates: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """Class label of each job for :func:`merge_by_demand`: its ``kind`` (:func:`equal_rows`) and
+    the half-open interval ``[r_l, r_l+1)`` of its rates (0 where it cannot run) holding ``demand``."""
+    level = np.count_nonzero((rates > 0) & (rates <= demand[:, None]), axis=1)
+    return kind * (rates.shape[1] + 1) + level
 
 
 def merge_by_demand(problem: AllocationProblem, labels: np.ndarray, demand: np.ndarray) -> MergedProblem | None:
@@ -146,3 +152,48 @@ def expand(allocation: Allocation) -> Allocation:
         x = (1.0 - t) * x + t * allocation.x[merged.upper]
         note = DEMAND_NOTE
     return dataclasses.replace(allocation, problem=merged.original, x=x, notes=[*allocation.notes, note])
+
+
+def level_bound(rates: np.ndarray, gpus: np.ndarray, demand: np.ndarray, capacities: np.ndarray,
+                prices: np.ndarray, kinds: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+    """An upper bound on the full level program ``max u  s.t.  T_i . x_i >= d_i u``, base rows, from
+    capacity prices ``p >= 0`` (weak duality; equal to u* at optimal prices):
+
+        g(p) = p . W + min { sum_i h_i(l_i) : sum_i l_i d_i >= 1, l >= 0 },
+        h_i(l) = max(0, max_j (l T_ij - s_i p_j))
+
+    (``l_i``, ``mu_i = h_i(l_i)``: the duals of job i's level row and time budget). Each h_i is
+    the upper envelope of the lines ``l T_ij - s_i p_j`` and 0, the same for every job of a kind
+    (``kinds``: :func:`equal_rows`). Line j holds the envelope on ``[lo_j, hi_j]``: past its
+    crossings with 0 and with every line of smaller slope, before those with larger slopes.
+    Covering the demand takes every job's free stretch ``l <= min_j s_i p_j / T_ij``, then
+    envelope pieces in order of slope per unit of demand (a fractional knapsack)."""
+    prices = np.maximum(prices, 0.0)
+    base = float(prices @ capacities)
+    first, kind = equal_rows(rates, gpus) if kinds is None else kinds
+    T = rates[first]
+    a = np.where(T > 0, gpus[first, None] * prices[None, :], 0.0)
+    run = T > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zero = np.where(run, a / T, np.inf)
+        dT = T[:, :, None] - T[:, None, :]  # [c, j, l] = T_j - T_l
+        cross = (a[:, :, None] - a[:, None, :]) / dT
+    other = run[:, None, :] & ~np.eye(T.shape[1], dtype=bool)[None]
+    lo = np.maximum(zero, np.where(other & (dT > 0), cross, -np.inf).max(axis=2))
+    hi = np.where(other & (dT < 0), cross, np.inf).min(axis=2)
+    index = np.arange(T.shape[1])
+    tied = (other & (dT == 0) & ((a[:, None, :] < a[:, :, None])
+                                 | ((a[:, None, :] == a[:, :, None]) & (index[None, None, :] < index[None, :, None]))))
+    piece = run & (lo < hi) & ~tied.any(axis=2)
+    covered = float((demand * zero.min(axis=1)[kind]).sum())
+    if covered >= 1.0:
+        return base
+    job, j = np.nonzero(piece[kind] & (demand > 0)[:, None])
+    c = kind[job]
+    reach = demand[job] * (hi[c, j] - lo[c, j])
+    unit = T[c, j] / demand[job]
+    order = np.argsort(unit, kind="stable")
+    reach, unit = reach[order], unit[order]
+    before = np.concatenate([[0.0], np.cumsum(reach)[:-1]])
+    take = np.clip(1.0 - covered - before, 0.0, reach)
+    return base + float((take * unit).sum())

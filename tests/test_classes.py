@@ -18,7 +18,9 @@ from formulations.classes import (
     MERGED_NOTE,
     MergedProblem,
     demand_classes,
+    equal_rows,
     expand,
+    level_bound,
     merge_by_demand,
     merge_equal_jobs,
 )
@@ -110,6 +112,20 @@ def test_demand_classes_give_the_full_makespan_optimum(problem):
     if DEMAND_NOTE in allocation.notes:
         assert allocation.program.num_vars < 3 * problem.num_types * problem.num_jobs
         assert allocation.problem is problem
+        certified = [note for note in allocation.notes if note.startswith("full program's dual bound")]
+        assert certified and float(certified[0].split(">= ")[1].split(" s")[0]) == pytest.approx(
+            allocation.objective, rel=1e-7)
+
+
+@settings(max_examples=30)
+@given(jobs_equal_but_for_steps(), st.lists(st.floats(0.0, 2.0), min_size=3, max_size=3))
+def test_the_level_bound_is_an_upper_bound_at_any_prices(problem, prices):
+    S = min_total_duration.time_scale(problem, "perf")
+    rates, demand = min_total_duration.rates(problem, "perf"), problem.remaining_steps / S
+    best = solve(min_total_duration.build(problem, "perf", S), "highs").objective
+    bound = level_bound(rates, problem.scale_factors, demand, problem.capacities,
+                        np.array(prices[:problem.num_types]) / problem.capacities.sum())
+    assert bound >= best * (1 - 1e-9)
 
 
 @given(problems(max_jobs=12))
@@ -126,7 +142,7 @@ def test_demand_classes_interpolate_between_the_least_and_greatest_demand():
     # one kind, rates (4, 1): demands 0.2, 0.5, 0.6 lie in [0, 1), demands 1.0 and 1.5 in [1, 4)
     problem = tiny([[4.0, 1.0]] * 5, caps=(3, 3), remaining_steps=np.array([0.5, 1.5, 1.0, 0.2, 0.6]))
     demand = problem.remaining_steps
-    labels = demand_classes(problem, problem.throughputs, demand)
+    labels = demand_classes(equal_rows(problem.throughputs, problem.scale_factors)[1], problem.throughputs, demand)
     assert len(set(labels[[0, 3, 4]])) == 1 and len(set(labels[[1, 2]])) == 1 and labels[0] != labels[1]
     merged = merge_by_demand(problem, labels, demand)
     assert merged.remaining_steps.tolist() == [1.5, 1.0, 0.2, 0.6]  # anchors in job order
@@ -136,3 +152,15 @@ def test_demand_classes_interpolate_between_the_least_and_greatest_demand():
     np.testing.assert_allclose(x, [[0.5, 0.3], [0.0, 1.0], [1.0, 0.0], [0.2, 0.0], [0.6, 0.4]])
     assert x.sum(axis=0) == pytest.approx((merged.counts[:, None] * anchor_x).sum(axis=0))
     assert merge_by_demand(problem, np.arange(5), demand) is None  # five classes: nothing saved
+
+
+def test_an_uncertified_demand_class_answer_gives_way_to_the_full_lp(monkeypatch):
+    import allocators.gavel.min_total_duration as makespan
+
+    problem = tiny([[4.0, 1.0]] * 6, caps=(2, 2), remaining_steps=np.array([1.0, 2.0, 3.0, 1.0, 2.0, 3.0]) * 1e3)
+    merged = make_policy("min_total_duration_perf", "highs").allocate(problem)
+    assert DEMAND_NOTE in merged.notes
+    monkeypatch.setattr(makespan, "CERTIFIED", -1.0)  # no answer passes
+    full = make_policy("min_total_duration_perf", "highs").allocate(problem)
+    assert DEMAND_NOTE not in full.notes and any("not certified" in note for note in full.notes)
+    assert full.objective == pytest.approx(merged.objective, rel=1e-9)

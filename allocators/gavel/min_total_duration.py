@@ -14,7 +14,7 @@ from formulations import (
     combinations,
     min_total_duration,
 )
-from formulations.classes import demand_classes, expand, merge_by_demand
+from formulations.classes import demand_classes, equal_rows, expand, level_bound, merge_by_demand
 from optim import SolveOptions, Status, solve
 
 #: Gavel's search: T in [100 s, 1e6 s], halved until hi <= 1.05 lo, the range moved up
@@ -24,6 +24,9 @@ RATIO = 1.05
 LAST_UPPER = 1e12
 #: demand classes re-drawn at most this many times before the full LP is solved instead
 MAX_REGROUPS = 8
+#: the largest relative gap between the merged optimum and the full program's dual bound at its
+#: prices that certifies a demand-class solve (else the full LP is solved)
+CERTIFIED = 1e-7
 
 
 class MinTotalDuration(Policy):
@@ -41,7 +44,9 @@ class MinTotalDuration(Policy):
     solve the merged LP (a restriction, so its u' <= u*); if u' = 1, or every job's demand at
     u' still lies in its class's half-open interval, u' is optimal: the merged LP is exact for
     every u near u' and both programs' feasible levels are intervals from 0. Otherwise draw the
-    classes at u' (where the merged LP is exact, so u rises) and repeat."""
+    classes at u' (where the merged LP is exact, so u rises) and repeat. The answer is certified
+    by the full program's dual bound at the merged program's capacity prices
+    (:func:`formulations.classes.level_bound`); beyond ``CERTIFIED`` the full LP is solved."""
 
     program = ProgramClass.LP
     variant: min_total_duration.Variant
@@ -69,18 +74,19 @@ class MinTotalDuration(Policy):
         allocation = self._finish(min_total_duration.decode(solved, model, result, self.name, self.variant, S),
                                   problem, generated)
         if self.merges and not self.uses_pairs and not settled:
-            allocation.notes.append(f"demand classes did not settle in {MAX_REGROUPS} solves: the full LP was solved")
+            allocation.notes.append(f"demand classes did not settle in {MAX_REGROUPS} solves or were not certified: "
+                                    "the full LP was solved")
         return allocation
 
     def _by_demand_classes(self, problem: AllocationProblem, S: float) -> tuple[Allocation | None, bool]:
         """``(allocation, True)``: the exact LP over demand classes (class docstring); ``(None,
         True)`` where merging saves nothing, ``(None, False)`` where the classes did not settle
-        within ``MAX_REGROUPS`` solves."""
+        within ``MAX_REGROUPS`` solves or the answer was not certified."""
         rates = min_total_duration.rates(problem, self.variant)
         steps = problem.remaining_steps / S
         options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
-        u = 1.0
-        labels = demand_classes(problem, rates, steps * u)
+        kinds = equal_rows(rates, problem.scale_factors)
+        labels = demand_classes(kinds[1], rates, steps)  # at u = 1
         for _ in range(MAX_REGROUPS):
             merged = merge_by_demand(problem, labels, steps)
             if merged is None:
@@ -90,10 +96,15 @@ class MinTotalDuration(Policy):
             if result.status is not Status.OPTIMAL:
                 return None, False
             u = float(result.value("u")[0])
-            redrawn = demand_classes(problem, rates, steps * u)
+            redrawn = demand_classes(kinds[1], rates, steps * u)
             if u >= 1.0 - 1e-9 or np.array_equal(redrawn, labels):
-                decoded = min_total_duration.decode(merged, model, result, self.name, self.variant, S)
-                return expand(decoded), True
+                prices = result.row_duals[model.canonical().row_blocks["capacity"]]
+                bound = level_bound(rates, problem.scale_factors, steps, problem.capacities, prices, kinds)
+                if bound - u > CERTIFIED * max(u, 1e-12):
+                    return None, False
+                allocation = expand(min_total_duration.decode(merged, model, result, self.name, self.variant, S))
+                allocation.notes.append(f"full program's dual bound: makespan >= {S / bound:.10g} s")
+                return allocation, True
             labels = redrawn
         return None, False
 
