@@ -27,6 +27,7 @@ MAX_REGROUPS = 8
 #: the largest relative gap between the merged optimum and the full program's dual bound at its
 #: prices that certifies a demand-class solve (else the full LP is solved)
 CERTIFIED = 1e-7
+CERTIFIED_NOTE = f"demand classes certified by the full program's dual bound (gap <= {CERTIFIED:g})"
 
 
 class MinTotalDuration(Policy):
@@ -102,8 +103,9 @@ class MinTotalDuration(Policy):
                 bound = level_bound(rates, problem.scale_factors, steps, problem.capacities, prices, kinds)
                 if bound - u > CERTIFIED * max(u, 1e-12):
                     return None, False
+                result.bound = bound  # on u, the merged LP's objective: the full program's dual bound
                 allocation = expand(min_total_duration.decode(merged, model, result, self.name, self.variant, S))
-                allocation.notes.append(f"full program's dual bound: makespan >= {S / bound:.10g} s")
+                allocation.notes.append(CERTIFIED_NOTE)
                 return allocation, True
             labels = redrawn
         return None, False
