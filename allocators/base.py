@@ -141,7 +141,7 @@ class Policy(SchedulingPolicy):
         ``problem'`` is the merged problem when some jobs are equal; otherwise ``problem`` itself
         and ``generated`` None. Decode over ``problem'``, then :meth:`_finish`."""
         if not self.uses_pairs or problem.pairs is None:
-            merged = merge_equal_jobs(problem, self.merge_on) if self.merges else None
+            merged = self._merged(problem) if self.merges else None
             if merged is not None:  # a small LP whose zero point is feasible: cold, primal simplex (unless asked)
                 options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
                 model = build(merged)
@@ -150,6 +150,10 @@ class Policy(SchedulingPolicy):
             return problem, model, self._solve(model, problem), None
         restricted, model, result, info = solve_packed(problem, build, self.solver, self.options)
         return restricted, model, result, info.generated
+
+    def _merged(self, problem: AllocationProblem) -> MergedProblem | None:
+        """The merged program's problem (:mod:`formulations.classes`): equal jobs as one."""
+        return merge_equal_jobs(problem, self.merge_on)
 
     @cached_property
     def merges(self) -> bool:

@@ -31,7 +31,8 @@ every ``x_i = sum_v l_v v(d_i)`` affine in d_i, i.e. interpolated between the cl
 smallest and largest demand: ``x_i = (1 - t_i) x_lo + t_i x_hi``. The merged program over
 those two anchors (capacity weights ``n - sum t_i`` and ``sum t_i``) is therefore exact for
 every u that keeps each class in one interval, and for every u it is a restriction
-(``(d, x) -> T . x >= d`` is jointly convex, so interpolated points are feasible).
+(``(d, x) -> T . x >= d`` is jointly convex, so interpolated points are feasible). At a fixed
+level (rows ``T_i . x_i >= d_i``, the throughput policies' SLOs) one merged program is exact.
 """
 
 from __future__ import annotations

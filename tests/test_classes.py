@@ -165,3 +165,22 @@ def test_an_uncertified_demand_class_answer_gives_way_to_the_full_lp(monkeypatch
     full = make_policy("min_total_duration_perf", "highs").allocate(problem)
     assert DEMAND_NOTE not in full.notes and any("not certified" in note for note in full.notes)
     assert full.objective == pytest.approx(merged.objective, rel=1e-9)
+
+
+@settings(max_examples=30)
+@given(jobs_equal_but_for_steps(), st.lists(st.sampled_from([np.inf, 1e2, 1e3, 1e4, 1e5]), min_size=150,
+                                              max_size=150))
+def test_slo_demand_classes_give_the_full_programs_optimum(problem, slos):
+    problem = dataclasses.replace(problem, slo_remaining=np.array(slos[:problem.num_jobs]))
+    policy = "max_sum_throughput_normalized_by_cost_perf_SLOs"
+    allocation = make_policy(policy, "highs").allocate(problem)
+    full = solve(max_sum_throughput.build(problem, "normalized_by_cost_perf_SLOs"), "clarabel")
+    if full.status.name == "OPTIMAL":
+        assert allocation.objective == pytest.approx(full.objective, rel=1e-7)
+        assert not any("cannot all be met" in note for note in allocation.notes)
+        jobs, needed = max_sum_throughput.slo_rates(problem)
+        assert ((problem.throughputs * allocation.x).sum(axis=1)[jobs] >= needed * (1 - 1e-6)).all()
+    else:
+        assert any("cannot all be met" in note for note in allocation.notes)
+    assert allocation_violations(allocation) == []
+    assert allocation.problem is problem

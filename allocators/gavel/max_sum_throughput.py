@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem, max_sum_throughput
+from formulations.classes import MergedProblem, demand_classes, equal_rows, merge_by_demand
+from formulations.rates import runnable
 from optim import Status
 
 
@@ -19,6 +23,20 @@ class MaxSumThroughput(Policy):
     def merge_on(self) -> tuple[str, ...]:
         """Jobs equal in throughputs, scale and weight (and in R_i / SLO_i with SLOs) are merged."""
         return ("remaining_steps", "slo_remaining") if max_sum_throughput.uses_slos(self.variant) else ()
+
+    def _merged(self, problem: AllocationProblem) -> MergedProblem | None:
+        """With SLOs, jobs of equal rates and scale factor whose needed rate ``R_i / SLO_i`` (0
+        without an SLO) lies in one interval of their rates are one demand class
+        (:func:`formulations.classes.merge_by_demand`): the SLO rows are level rows at a fixed
+        level, so the anchors' program is exact, and the objective is linear in a class's sum."""
+        if not max_sum_throughput.uses_slos(self.variant) or problem.slo_remaining is None:
+            return super()._merged(problem)
+        jobs, needed = max_sum_throughput.slo_rates(problem)
+        demand = np.zeros(problem.num_jobs)
+        demand[jobs] = needed
+        rates = np.where(runnable(problem), problem.throughputs, 0.0)
+        labels = demand_classes(equal_rows(rates, problem.scale_factors)[1], rates, demand)
+        return merge_by_demand(problem, labels, demand)
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
         notes = []
