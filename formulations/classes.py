@@ -73,24 +73,29 @@ def merge_equal_jobs(problem: AllocationProblem, fields: tuple[str, ...] = ()) -
         return None
     columns = [problem.throughputs, problem.scale_factors[:, None].astype(float), problem.weights[:, None]]
     columns += [getattr(problem, name)[:, None] for name in fields if getattr(problem, name) is not None]
-    data = np.ascontiguousarray(np.hstack(columns))
-    rows = data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).ravel()
-    _, first, members, counts = np.unique(rows, return_index=True, return_inverse=True, return_counts=True)
+    first, members, counts = _unique_rows(np.hstack(columns))
     if first.size == problem.num_jobs:
         return None
     order = np.argsort(first)  # classes in order of their first job: the merged problem keeps the job order
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    return _rows_of(problem, first[order], counts[order].astype(float), members=rank[members.ravel()])
+    return _rows_of(problem, first[order], counts[order].astype(float), members=rank[members])
 
 
 def equal_rows(rates: np.ndarray, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(first, kind)``: the first job of each kind of equal ``rates`` row and scale factor, and
     each job's kind."""
-    data = np.ascontiguousarray(np.hstack([rates, gpus[:, None].astype(float)]))
+    first, kind, _ = _unique_rows(np.hstack([rates, gpus[:, None].astype(float)]))
+    return first, kind
+
+
+def _unique_rows(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(first, label, count)`` of the distinct rows of ``data``: first row of each, each row's
+    label, rows per label (one ``np.unique`` over the rows' bytes)."""
+    data = np.ascontiguousarray(data)
     rows = data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).ravel()
-    _, first, kind = np.unique(rows, return_index=True, return_inverse=True)
-    return first, kind.ravel()
+    _, first, label, count = np.unique(rows, return_index=True, return_inverse=True, return_counts=True)
+    return first, label.ravel(), count
 
 
 def demand_classes(kind: np.ndarray, rates: np.ndarray, demand: np.ndarray) -> np.ndarray:

@@ -19,10 +19,8 @@ class MaxSumThroughput(Policy):
     variant: str
     warm_resolve = True
 
-    @property
-    def merge_on(self) -> tuple[str, ...]:
-        """Jobs equal in throughputs, scale and weight (and in R_i / SLO_i with SLOs) are merged."""
-        return ("remaining_steps", "slo_remaining") if max_sum_throughput.uses_slos(self.variant) else ()
+    #: jobs equal in throughputs, scale and weight are merged; with SLOs, demand classes (:meth:`_merged`)
+    merge_on = ()
 
     def _merged(self, problem: AllocationProblem) -> MergedProblem | None:
         """With SLOs, jobs of equal rates and scale factor whose needed rate ``R_i / SLO_i`` (0
