@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from helpers import jobs_equal_but_for_steps, many_equal_jobs, problems, tiny
+from helpers import jobs_equal_but_for_steps, lp_backends, many_equal_jobs, problems, tiny
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -184,3 +184,13 @@ def test_slo_demand_classes_give_the_full_programs_optimum(problem, slos):
         assert any("cannot all be met" in note for note in allocation.notes)
     assert allocation_violations(allocation) == []
     assert allocation.problem is problem
+
+
+@pytest.mark.parametrize("solver", [b for b in ("highs", "gurobi") if b in lp_backends()])
+def test_every_vertex_backend_solves_the_demand_classes(solver):
+    # 12 jobs of two kinds, steps 1-6 x 1e3, on a cluster where capacity binds (two LPs)
+    problem = tiny([[4.0, 1.0], [2.0, 3.0]] * 6, caps=(2, 2), remaining_steps=np.repeat(np.arange(1.0, 7.0), 2) * 1e3)
+    allocation = make_policy("min_total_duration_perf", solver).allocate(problem)
+    S = min_total_duration.time_scale(problem, "perf")
+    assert DEMAND_NOTE in allocation.notes and CERTIFIED_NOTE in allocation.notes
+    _makespan_checks(problem, allocation, S / solve(min_total_duration.build(problem, "perf", S), "clarabel").objective)
