@@ -54,13 +54,14 @@ DEMAND_NOTE = ("jobs equal but for their demand solved as two anchors per class 
 @dataclass(frozen=True)
 class MergedProblem(AllocationProblem):
     """One representative job per class; ``counts[c]`` jobs stand behind row c (a capacity
-    weight, fractional for demand classes) and ``members[i]`` is the row of job i of
-    ``original``; for demand classes job i's shares are ``(1 - blend[i]) x[members[i]] +
-    blend[i] x[upper[i]]``."""
+    weight, fractional for demand classes), row c is job ``source[c]`` of ``original`` and
+    ``members[i]`` is the row of job i; for demand classes job i's shares are ``(1 - blend[i])
+    x[members[i]] + blend[i] x[upper[i]]``."""
 
     counts: np.ndarray | None = None
     members: np.ndarray | None = None
     original: AllocationProblem | None = None
+    source: np.ndarray | None = None
     upper: np.ndarray | None = None
     blend: np.ndarray | None = None
 
@@ -143,7 +144,7 @@ def _rows_of(problem: AllocationProblem, keep: np.ndarray, counts: np.ndarray, *
         if name != "prices" and values[name] is not None:
             values[name] = values[name][keep]
     values["job_types"] = tuple(problem.job_types[i] for i in keep)
-    return MergedProblem(**values, counts=counts, original=problem, **fields)
+    return MergedProblem(**values, counts=counts, original=problem, source=keep, **fields)
 
 
 def expand(allocation: Allocation) -> Allocation:

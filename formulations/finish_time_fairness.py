@@ -20,16 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
 from optim import Model, Result, Status
 
 from . import combinations
+from .classes import MergedProblem, demand_classes, expand, merge_by_demand
 from .combinations import Combinations
 from .problem import Allocation, AllocationProblem
-from .rates import isolated_shares, reference_rates
+from .rates import isolated_shares, reference_rates, runnable
 
 Variant = Literal["agnostic", "perf", "packed"]
 VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
@@ -101,30 +102,67 @@ def bounds(lv: Levels) -> tuple[float, float]:
     return float(lv.rho(best).max()), float(lv.rho(lv.isolated_throughput).max())
 
 
-def solve_by_bisection(lv: Levels, solve: Callable[[Model], Result]) -> tuple[Model, Result, list[str]]:
-    """Bisection on r over the level LPs; the last reachable level's model and result."""
+def solve_by_bisection(lv: Levels, level: Callable[[float], tuple[LevelLP, Result]]
+                       ) -> tuple[LevelLP, Result, list[str]]:
+    """Bisection on r over the level LPs ``level(r)`` (:func:`level_lp` solved, or its demand-class
+    form); the last reachable level's LP and result."""
     lo, hi = bounds(lv)
-    best = build_level_lp(lv, hi)
-    best_result = solve(best)
+    best, best_result = level(hi)
     solves = 1
     while hi - lo > REL_TOL * hi and best_result.status is Status.OPTIMAL:
         mid = 0.5 * (lo + hi)
-        model = build_level_lp(lv, mid)
-        result = solve(model)
+        built, result = level(mid)
         solves += 1
         if result.status is Status.OPTIMAL and result.objective >= 1.0:
-            hi, best, best_result = mid, model, result
+            hi, best, best_result = mid, built, result
         else:
             lo = mid
     notes = [f"bisection: {solves} LPs, level in [{lo:.9g}, {hi:.9g}]"]
     return best, best_result, notes
 
 
-def decode(problem: AllocationProblem, lv: Levels, model: Model, result: Result, policy: str,
+class LevelLP(NamedTuple):
+    """A level LP and the problem its rows are jobs of (a :class:`MergedProblem` for demand classes)."""
+
+    problem: AllocationProblem
+    model: Model
+
+
+def level_lp(problem: AllocationProblem, lv: Levels, r: float) -> LevelLP:
+    """:func:`build_level_lp` over the problem's own jobs."""
+    return LevelLP(problem, build_level_lp(lv, r))
+
+
+def demand_class_lp(problem: AllocationProblem, lv: Levels, variant: Variant, r: float,
+                    kind: np.ndarray) -> LevelLP | None:
+    """The level LP at r over demand classes (:func:`formulations.classes.merge_by_demand`, jobs of
+    a ``kind`` whose demand ``R_i / (r D_i - t_i)`` lies in one interval of their rates, drawn at
+    u = 1). It is exact at u = 1 and a restriction elsewhere, so its optimum is at least 1 exactly
+    when the full LP's is: level r is reachable. None where merging saves nothing or some job
+    cannot reach r at all."""
+    slack = r * lv.denominator - lv.elapsed
+    if (slack <= 0).any():
+        return None
+    demand = lv.remaining / slack
+    T = np.where(runnable(problem), rates(problem, variant), 0.0)
+    merged = merge_by_demand(problem, demand_classes(kind, T, demand), demand)
+    if merged is None:
+        return None
+    src = merged.source
+    sub = Levels(combinations.singles(merged, rates(merged, variant)), lv.elapsed[src], lv.remaining[src],
+                 lv.denominator[src], lv.isolated_throughput[src])
+    return LevelLP(merged, build_level_lp(sub, r))
+
+
+def decode(problem: AllocationProblem, lv: Levels, built: LevelLP | Model, result: Result, policy: str,
            notes: list[str]) -> Allocation:
-    """The allocation; its objective is max_i rho_i at the decoded shares, in the variant's
-    own rates (the reference rate everywhere for the agnostic variant)."""
-    allocation = combinations.decode(problem, model, result, policy)
+    """The allocation (expanded where ``built`` is over demand classes); its objective is max_i
+    rho_i at the decoded shares, in the variant's own rates (the reference rate everywhere for
+    the agnostic variant)."""
+    if isinstance(built, LevelLP) and isinstance(built.problem, MergedProblem):
+        allocation = expand(combinations.decode(built.problem, built.model, result, policy))
+    else:
+        allocation = combinations.decode(problem, built.model if isinstance(built, LevelLP) else built, result, policy)
     shares = allocation.x if allocation.pair_x is None else np.vstack([allocation.x, allocation.pair_x])
     allocation.objective = float(lv.rho(lv.combos.rates @ shares.reshape(-1)).max())
     allocation.notes.extend(notes)

@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from allocators import make_policy
 from allocators.gavel.min_total_duration import CERTIFIED_NOTE
-from formulations import Allocation, allocation_violations, max_min_fairness, max_sum_throughput, min_total_duration
+from formulations import (
+    Allocation,
+    allocation_violations,
+    finish_time_fairness,
+    max_min_fairness,
+    max_sum_throughput,
+    min_total_duration,
+)
 from formulations.classes import (
     DEMAND_NOTE,
     MERGED_NOTE,
@@ -194,3 +201,16 @@ def test_every_vertex_backend_solves_the_demand_classes(solver):
     S = min_total_duration.time_scale(problem, "perf")
     assert DEMAND_NOTE in allocation.notes and CERTIFIED_NOTE in allocation.notes
     _makespan_checks(problem, allocation, S / solve(min_total_duration.build(problem, "perf", S), "clarabel").objective)
+
+
+@settings(max_examples=30)
+@given(jobs_equal_but_for_steps(), st.floats(0.0, 1e5))
+def test_ftf_bisection_over_demand_classes_reaches_the_conic_optimum(problem, since):
+    problem = dataclasses.replace(problem, time_since_arrival=np.linspace(0.0, since, problem.num_jobs))
+    merged = make_policy("finish_time_fairness_perf", "highs").allocate(problem)
+    conic = make_policy("finish_time_fairness_perf", "clarabel").allocate(problem)
+    assert merged.objective == pytest.approx(conic.objective, rel=2e-6)  # bisection to 1e-7, Clarabel to ~1e-8
+    assert allocation_violations(merged) == [] and merged.problem is problem
+    if DEMAND_NOTE in merged.notes:
+        lv = finish_time_fairness.levels(problem, "perf", np.zeros(problem.num_jobs))
+        assert lv.rho((problem.throughputs * merged.x).sum(axis=1)).max() == pytest.approx(merged.objective, rel=1e-9)

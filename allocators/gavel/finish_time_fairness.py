@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem, finish_time_fairness
-from optim import Capability, SolveOptions, Status, get_backend
+from formulations.classes import equal_rows
+from formulations.rates import runnable
+from optim import Capability, SolveOptions, Status, get_backend, solve
 
 METHODS = ("auto", "bisection", "conic")
 
@@ -21,6 +25,8 @@ class FinishTimeFairness(Policy):
 
     program = ProgramClass.CONVEX
     variant: finish_time_fairness.Variant
+    #: on a vertex backend each bisection LP is solved over demand classes (``_level_lps``)
+    merge_on = ("remaining_steps", "time_since_arrival")
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, method: str = "auto"):
         super().__init__(solver, options)
@@ -54,7 +60,7 @@ class FinishTimeFairness(Policy):
             result = self._solve(model)
             notes = ["conic program (rotated second-order cones)"]
         else:
-            model, result, notes = finish_time_fairness.solve_by_bisection(lv, lambda m: self._solve(m, problem))
+            model, result, notes = finish_time_fairness.solve_by_bisection(lv, self._level_lps(problem, lv))
         if result.status is Status.OPTIMAL:
             allocation = finish_time_fairness.decode(problem, lv, model, result, self.name, notes)
         else:
@@ -66,6 +72,25 @@ class FinishTimeFairness(Policy):
         self._remaining = lv.remaining[order]
         self._isolated = lv.isolated_throughput[order]
         return allocation
+
+
+    def _level_lps(self, problem: AllocationProblem, lv: finish_time_fairness.Levels):
+        """``r -> (level LP, result)`` for the bisection: over demand classes on a vertex backend
+        (cold, primal simplex; :func:`finish_time_fairness.demand_class_lp`), over every job
+        otherwise."""
+        merging = self.merges and not self.uses_pairs and problem.pairs is None
+        kind = equal_rows(np.where(runnable(problem), finish_time_fairness.rates(problem, self.variant), 0.0),
+                          problem.scale_factors)[1] if merging else None
+        options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
+
+        def level(r: float):
+            built = finish_time_fairness.demand_class_lp(problem, lv, self.variant, r, kind) if merging else None
+            if built is not None:
+                return built, solve(built.model.canonical(), self.solver, options)
+            built = finish_time_fairness.level_lp(problem, lv, r)
+            return built, self._solve(built.model, problem)
+
+        return level
 
 
 class FinishTimeFairnessAgnostic(FinishTimeFairness):
