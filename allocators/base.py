@@ -142,14 +142,19 @@ class Policy(SchedulingPolicy):
         and ``generated`` None. Decode over ``problem'``, then :meth:`_finish`."""
         if not self.uses_pairs or problem.pairs is None:
             merged = self._merged(problem) if self.merges else None
-            if merged is not None:  # a small LP whose zero point is feasible: cold, primal simplex (unless asked)
-                options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
+            if merged is not None:
                 model = build(merged)
-                return merged, model, solve(model.canonical(), self.solver, options), None
+                return merged, model, self._solve_merged(model), None
             model = build(problem)
             return problem, model, self._solve(model, problem), None
         restricted, model, result, info = solve_packed(problem, build, self.solver, self.options)
         return restricted, model, result, info.generated
+
+    def _solve_merged(self, model: Model) -> Result:
+        """A program over classes (:mod:`formulations.classes`): small, and its zero point is
+        feasible, so cold, by primal simplex without presolve (unless a method was asked)."""
+        options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
+        return solve(model.canonical(), self.solver, options)
 
     def _merged(self, problem: AllocationProblem) -> MergedProblem | None:
         """The merged program's problem (:mod:`formulations.classes`): equal jobs as one."""

@@ -124,7 +124,8 @@ def build_program(policy: str, problem) -> Model:
 
 class _KeepsPrograms:
     """Mixin for a policy class: ``solved`` lists (canonical program, result) of every
-    program its ``allocate`` solved (each goes through the policy's ``_solve``)."""
+    program its ``allocate`` solved (each goes through the policy's ``_solve`` or, over classes,
+    ``_solve_merged``)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -133,6 +134,11 @@ class _KeepsPrograms:
     def _solve(self, model, *args, **kwargs):
         result = super()._solve(model, *args, **kwargs)
         self.solved.append((model.canonical() if isinstance(model, Model) else model, result))
+        return result
+
+    def _solve_merged(self, model):
+        result = super()._solve_merged(model)
+        self.solved.append((model.canonical(), result))
         return result
 
 

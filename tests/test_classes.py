@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from helpers import jobs_equal_but_for_steps, lp_backends, many_equal_jobs, problems, tiny
+from helpers import jobs_equal_but_for_steps, lp_backends, many_equal_jobs, problems, tiny, tolerance
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,8 +101,8 @@ def test_a_problem_of_distinct_jobs_is_solved_as_it_is():
     assert MERGED_NOTE not in allocation.notes and allocation.program.num_vars == 5  # x (2 x 2) and z
 
 
-def _makespan_checks(problem, allocation, reference: float, variant: str = "perf") -> None:
-    assert allocation.objective == pytest.approx(reference, rel=1e-7)
+def _makespan_checks(problem, allocation, reference: float, variant: str = "perf", rel: float = 1e-7) -> None:
+    assert allocation.objective == pytest.approx(reference, rel=rel)
     assert allocation_violations(allocation) == []
     rates = min_total_duration.rates(problem, variant)
     finish = problem.remaining_steps / (rates * allocation.x).sum(axis=1)
@@ -114,9 +114,9 @@ def _makespan_checks(problem, allocation, reference: float, variant: str = "perf
 def test_demand_classes_give_the_full_makespan_optimum(problem):
     allocation = make_policy("min_total_duration_perf", "highs").allocate(problem)
     S = min_total_duration.time_scale(problem, "perf")
-    for solver in ("clarabel", "highs"):
+    for solver in ("highs", "clarabel"):  # Clarabel's optimum is within ~1e-7 (gap and feasibility tolerances)
         full = solve(min_total_duration.build(problem, "perf", S), solver)
-        _makespan_checks(problem, allocation, S / full.objective)
+        _makespan_checks(problem, allocation, S / full.objective, rel=1e-7 if solver == "highs" else tolerance(solver))
     if DEMAND_NOTE in allocation.notes:
         assert allocation.program.num_vars < 3 * problem.num_types * problem.num_jobs
         assert allocation.problem is problem

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem, finish_time_fairness
 from formulations.classes import equal_rows
 from formulations.rates import runnable
-from optim import Capability, SolveOptions, Status, get_backend, solve
+from optim import Capability, SolveOptions, Status, get_backend
 
 METHODS = ("auto", "bisection", "conic")
 
@@ -76,17 +74,16 @@ class FinishTimeFairness(Policy):
 
     def _level_lps(self, problem: AllocationProblem, lv: finish_time_fairness.Levels):
         """``r -> (level LP, result)`` for the bisection: over demand classes on a vertex backend
-        (cold, primal simplex; :func:`finish_time_fairness.demand_class_lp`), over every job
+        (:func:`finish_time_fairness.demand_class_lp`, :meth:`_solve_merged`), over every job
         otherwise."""
         merging = self.merges and not self.uses_pairs and problem.pairs is None
         kind = equal_rows(np.where(runnable(problem), finish_time_fairness.rates(problem, self.variant), 0.0),
                           problem.scale_factors)[1] if merging else None
-        options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
 
         def level(r: float):
             built = finish_time_fairness.demand_class_lp(problem, lv, self.variant, r, kind) if merging else None
             if built is not None:
-                return built, solve(built.model.canonical(), self.solver, options)
+                return built, self._solve_merged(built.model)
             built = finish_time_fairness.level_lp(problem, lv, r)
             return built, self._solve(built.model, problem)
 

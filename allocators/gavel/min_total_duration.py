@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from allocators.base import Policy, ProgramClass
@@ -15,7 +13,7 @@ from formulations import (
     min_total_duration,
 )
 from formulations.classes import demand_classes, equal_rows, expand, level_bound, merge_by_demand
-from optim import SolveOptions, Status, solve
+from optim import SolveOptions, Status
 
 #: Gavel's search: T in [100 s, 1e6 s], halved until hi <= 1.05 lo, the range moved up
 #: tenfold while no T is feasible (we give up past 1e12 s).
@@ -85,7 +83,6 @@ class MinTotalDuration(Policy):
         within ``MAX_REGROUPS`` solves or the answer was not certified."""
         rates = min_total_duration.rates(problem, self.variant)
         steps = problem.remaining_steps / S
-        options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
         kinds = equal_rows(rates, problem.scale_factors)
         labels = demand_classes(kinds[1], rates, steps)  # at u = 1
         for _ in range(MAX_REGROUPS):
@@ -93,7 +90,7 @@ class MinTotalDuration(Policy):
             if merged is None:
                 return None, True
             model = min_total_duration.build(merged, self.variant, S)
-            result = solve(model.canonical(), self.solver, options)
+            result = self._solve_merged(model)
             if result.status is not Status.OPTIMAL:
                 return None, False
             u = float(result.value("u")[0])
