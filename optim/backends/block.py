@@ -2,9 +2,9 @@
 (:mod:`optim.block_lp`): the Gavel family's programs at the size of their distinct jobs.
 
 A model without that structure (equality rows, one block, more than
-:data:`~optim.block_lp.DENSE_MAX` columns once equal blocks merge), or one where the method stops
-short of its tolerance, is solved by Clarabel instead, and the result says so in its notes and
-message."""
+:data:`~optim.block_lp.DENSE_MAX` columns once equal blocks merge, or not :data:`MERGE_GAIN` times
+fewer), or one where the method stops short of its tolerance, is solved by Clarabel instead, and
+the result says so in its notes and message."""
 
 from __future__ import annotations
 
@@ -21,6 +21,10 @@ from .base import Backend, stopwatch
 from .clarabel import ClarabelBackend
 
 VERSION = "1"
+#: the method's dense Newton steps beat Clarabel's sparse ones only on a model merging shrinks this
+#: much: on a finish-time fairness level LP of 256 distinct jobs (769 columns) they took 210 ms
+#: against Clarabel's 16 ms
+MERGE_GAIN = 2
 #: the method's default relative tolerance (residuals and gap)
 TOL = 1e-8
 
@@ -46,6 +50,9 @@ class BlockBackend(Backend):
                 size = lp.col_x.size + lp.col_y.size
                 if size > DENSE_MAX:
                     raise CapabilityError(f"block: {size} columns once equal blocks merge (at most {DENSE_MAX})")
+                if MERGE_GAIN * size > model.num_vars:
+                    raise CapabilityError(f"block: {size} of {model.num_vars} columns once equal blocks merge "
+                                          f"(needs a {MERGE_GAIN}x merge to beat a sparse solver)")
             with stopwatch(timings, "solve"):
                 sol = solve_block(lp, tol=options.optimality_tol or TOL)
             if not sol.converged:
