@@ -163,3 +163,20 @@ def test_versus_published_wide_instances_keep_equal_jobs_equal(shared_data):
     assert problem.throughputs.shape == (400, 10) and (problem.capacities == 100).all()
     merged = merge_equal_jobs(problem)
     assert merged is not None and merged.num_jobs < 100  # the mix has fewer than 100 (type, scale) kinds
+
+
+def test_allocate_steps_splits_one_call_and_times_each_lp_method(shared_data):
+    from benchmarks.allocate_steps import METHODS, steps
+    from benchmarks.versus_published import instance
+    from simulator import read_gavel_json
+
+    table = read_gavel_json(shared_data / "gavel" / "simulation_throughputs.json")
+    problems = [instance(table, 64, seed) for seed in range(2)]
+    merged = steps("max_min_fairness_perf", "highs", problems, repeat=1)
+    whole = steps("max_min_fairness_perf", "clarabel", problems[:1], repeat=1)
+    assert merged["merge_ms"] > 0 and whole["merge_ms"] == 0  # clarabel sees every job
+    assert merged["columns"] < whole["columns"] == 64 * 3 + 1
+    for row in (merged, whole):
+        parts = sum(row[k + "_ms"] for k in ("merge", "build", "translate", "solve", "rest"))
+        assert row["total_ms"] == pytest.approx(parts, abs=2e-3) and row["solve_ms"] > 0
+    assert all(merged[m + "_iterations"] > 0 for m in METHODS) and "primal_ms" not in whole  # one method
