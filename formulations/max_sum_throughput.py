@@ -57,7 +57,7 @@ def build(problem: AllocationProblem, variant: str = "perf", *, with_slos: bool 
     n = problem.num_types
     cost = problem.prices if uses_prices(variant) and problem.prices is not None else np.ones(n)
     per_job = problem.counts if isinstance(problem, MergedProblem) else None  # a class's throughput, n_c times
-    per_cell = np.asarray(combos.throughput_map(per_job).sum(axis=0)).reshape(x.shape)
+    per_cell = combos.throughput_rows(per_job).column_sums().reshape(x.shape)
     model.set_objective({x: per_cell / cost}, sense="max")
     if uses_slos(variant) and with_slos:
         jobs, needed = slo_rates(problem)

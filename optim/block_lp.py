@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from .canonical import CanonicalModel
 from .errors import CapabilityError
+from .sparse import distinct_rows
 
 #: a row or column with more entries than this couples blocks
 WIDE = 32
@@ -381,8 +382,7 @@ def aggregate(lp: BlockLP) -> BlockLP:
         [lp.Ab.reshape(B, -1), lp.Aby.reshape(B, -1), lp.blo, lp.bhi, lp.cx, lp.lx, lp.ux, pad, Acd], axis=1
     )
     key = np.where(np.isfinite(key), key, np.sign(key) * 1e308)
-    rows = np.ascontiguousarray(key).view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
-    _, first, classes, counts = np.unique(rows, return_index=True, return_inverse=True, return_counts=True)
+    first, classes, counts = distinct_rows(key)
     mult = counts.astype(float)
     rep = first
     C = rep.size

@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
 
 from optim import Capability, Model, ModelError, VarType, solve
 
@@ -119,3 +121,34 @@ def test_empty_solution_of_a_tiny_milp():
     res = solve(m, "highs")
     assert res.objective == pytest.approx(11.0)
     assert res.value("pick").tolist() == pytest.approx([1.0, 0.0, 1.0])
+
+
+def _distinct_by_dict(data: np.ndarray):
+    seen: dict[tuple, int] = {}
+    first, label = [], []
+    for i, row in enumerate(map(tuple, data + 0.0)):  # + 0.0: -0.0 is 0.0
+        if row not in seen:
+            seen[row] = len(first)
+            first.append(i)
+        label.append(seen[row])
+    return np.array(first, dtype=np.int64), np.array(label, dtype=np.int64), np.bincount(label, minlength=len(first))
+
+
+@given(st.integers(0, 40), st.integers(1, 5), st.integers(0, 2**32 - 1))
+def test_distinct_rows_labels_rows_by_their_first_occurrence(m, width, seed):
+    from optim.sparse import distinct_rows
+
+    rng = np.random.default_rng(seed)
+    data = rng.choice([0.0, -0.0, 1.0, 2.5, np.inf, -np.inf], size=(m, width), p=[0.3, 0.1, 0.3, 0.2, 0.05, 0.05])
+    for got, expected in zip(distinct_rows(data), _distinct_by_dict(data), strict=True):
+        assert np.array_equal(got, expected)
+
+
+def test_distinct_rows_sorts_exactly_when_distinct_rows_share_a_projection():
+    from optim.sparse import _projection, distinct_rows
+
+    w = _projection(2)
+    data = np.array([[w[1], 0.0], [0.0, w[0]], [w[1], 0.0], [0.0, w[0]]])  # every key is w[0] * w[1]
+    assert len(set((data @ w).tolist())) == 1
+    first, label, count = distinct_rows(data)
+    assert first.tolist() == [0, 1] and label.tolist() == [0, 1, 0, 1] and count.tolist() == [2, 2]
