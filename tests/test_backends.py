@@ -219,6 +219,39 @@ def test_primal_simplex_without_presolve_reaches_highs_and_gurobi():
         assert solve(canon, backend, SolveOptions(method="primal")).objective == pytest.approx(reference, rel=1e-9)
 
 
+def deadline_lp_highs_cannot_decide() -> Model:
+    """A makespan feasibility LP (``build_deadline``: 6 jobs on 5:2:4 GPUs, every job done within a
+    deadline 1e-7 below the optimum) that HiGHS' dual simplex with presolve ends "Unknown"."""
+    rows = [0, 3, 9, 1, 3, 2, 3, 9, 0, 4, 1, 4, 10, 2, 4, 0, 5, 1, 5, 2, 5, 11, 0, 6, 12, 1, 6, 12, 2, 6, 12, 0, 7,
+            13, 1, 7, 2, 7, 13, 0, 8, 14, 1, 8, 14, 2, 8, 14]
+    vals = [4.0, 1.0, 0.9999903874263167, 4.0, 1.0, 4.0, 1.0, 1.000000387430191, 1.0, 1.0, 1.0, 1.0,
+            156.61040214715754, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 99.69816158619666, 4.0, 1.0,
+            0.4786229633798676, 4.0, 1.0, 44.560470162590654, 4.0, 1.0, 27.83093235781663, 4.0, 1.0,
+            0.2727339511560739, 4.0, 1.0, 4.0, 1.0, 16.550811030685004, 4.0, 1.0, 43.76394457924407, 4.0, 1.0,
+            84.2237127645645, 4.0, 1.0, 85.07445733794393]
+    cols = [c for c, count in enumerate([3, 2, 3, 2, 3, 2, 2, 2, 3, 3, 3, 3, 3, 2, 3, 3, 3, 3]) for _ in range(count)]
+    A = np.zeros((15, 18))
+    A[rows, cols] = vals
+    runnable = np.array([1, 0, 1, 0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1], dtype=bool)
+    m = Model("deadline")
+    x = m.add_variables("x", 18, ub=np.where(runnable, np.inf, 0.0))
+    m.add_rows("capacity", {x: A[:3]}, hi=[5.0, 2.0, 4.0])
+    m.add_rows("time_budget", {x: A[3:9]}, hi=1.0)
+    m.add_rows("finish", {x: A[9:]}, lo=1.0)
+    m.set_objective({x: 0.0}, sense="max")
+    return m
+
+
+def test_an_lp_highs_ends_unknown_is_re_solved_by_primal_simplex_with_a_note():
+    model = deadline_lp_highs_cannot_decide()
+    assert solve(model, "clarabel").status is Status.INFEASIBLE
+    for method in ("auto", "simplex", "ipm"):
+        result = solve(model, "highs", SolveOptions(method=method))
+        assert result.status is Status.INFEASIBLE
+        assert any("status Unknown" in note and "primal simplex" in note for note in result.notes), method
+    assert not solve(model, "highs", SolveOptions(method="primal")).notes
+
+
 def test_the_seed_reaches_highs_and_gurobi():
     from optim.backends import highs
 

@@ -179,15 +179,13 @@ def test_column_generation_equals_the_full_lp(problem):
 
 
 def _makespan_by_bisection(problem: AllocationProblem) -> float:
-    """Reference: bisect on T over the feasibility programs (Gavel's way), to 1e-7. HiGHS can end
-    a zero-objective LP that close to the boundary with status Unknown (its dual simplex cycles
-    between presolved and original LP): anything but optimal counts as infeasible."""
+    """Reference: bisect on T over the feasibility programs (Gavel's way), to 1e-7."""
     R = problem.remaining_steps
     lo, hi = 0.0, float((R / problem.throughputs.max(axis=1)).max()) * problem.num_jobs * 10
     while hi - lo > 1e-7 * hi:
         mid = 0.5 * (lo + hi)
         model = min_total_duration.build_deadline(problem, "perf", mid)
-        if solve(model, "highs", check=False).status is Status.OPTIMAL:
+        if solve(model, "highs").status is Status.OPTIMAL:
             hi = mid
         else:
             lo = mid

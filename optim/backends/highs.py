@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from dataclasses import replace
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from .base import Backend, LiveModel, stopwatch
 
+#: HiGHS' model status when its LP method stops without a conclusion: dual simplex with presolve
+#: does on some zero-objective LPs near the edge of feasibility, where primal simplex decides
+UNKNOWN = "Unknown"
 #: the heuristics that solve sub-MIPs, whose presolve does not keep to the time limit
 STRICT_OFF = ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost")
 
@@ -41,6 +45,10 @@ class HighsBackend(Backend):
             result, _ = self._run(model, options, None, timings)
             result.notes.append(f"HiGHS returned a point of objective {returned:.10g} while reporting {reported:.10g} "
                                 "(it kept the MIP start it had presolved); re-solved without the start")
+        if result.message == UNKNOWN and not model.is_mip and options.method != "primal":
+            result, _ = self._run(model, replace(options, method="primal"), None, timings)
+            result.notes.append(f"HiGHS ended the LP with status {UNKNOWN} (method {options.method}); "
+                                "re-solved by primal simplex without presolve")
         return result
 
     def _run(self, model: CanonicalModel, options: SolveOptions, start: np.ndarray | None,
