@@ -179,13 +179,20 @@ def test_column_generation_equals_the_full_lp(problem):
 
 
 def _makespan_by_bisection(problem: AllocationProblem) -> float:
-    """Reference: bisect on T over the feasibility programs (Gavel's way), to 1e-7."""
+    """Reference: bisect on T over the feasibility programs (Gavel's way), to 1e-7, from an upper
+    bound checked feasible (doubled until it is: a job's best rate may be on a type too small for
+    its gang)."""
     R = problem.remaining_steps
+
+    def feasible(deadline: float) -> bool:
+        return solve(min_total_duration.build_deadline(problem, "perf", deadline), "highs").status is Status.OPTIMAL
+
     lo, hi = 0.0, float((R / problem.throughputs.max(axis=1)).max()) * problem.num_jobs * 10
+    while not feasible(hi):
+        lo, hi = hi, 2.0 * hi
     while hi - lo > 1e-7 * hi:
         mid = 0.5 * (lo + hi)
-        model = min_total_duration.build_deadline(problem, "perf", mid)
-        if solve(model, "highs").status is Status.OPTIMAL:
+        if feasible(mid):
             hi = mid
         else:
             lo = mid
