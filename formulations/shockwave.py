@@ -316,8 +316,10 @@ def reorder_start(scale_factors: np.ndarray, gpus: int, rounds: int, counts: np.
     """A feasible point of :func:`build_reorder` from a feasible ``schedule`` with these
     ``counts``: the better of its rounds sorted by total weight ``Σ_j π_j / n_j`` (the best
     order of whole rounds) and a greedy fill where jobs by weight, larger gangs first among
-    equals, each take their ``n_j`` earliest rounds with room (optimal when every job has
-    one GPU; skipped when a job finds too few rounds)."""
+    equals, each take their ``n_j`` earliest rounds with room (skipped when a job finds too
+    few rounds: with several GPUs per round a heavy job can leave a light one too few distinct
+    rounds). With one GPU per round the fill always completes and is optimal (the heaviest
+    jobs get the earliest rounds: the rearrangement inequality)."""
     counts = np.asarray(counts, dtype=np.int64)
     w = np.asarray(scale_factors, dtype=np.int64)
     weight = _reorder_weights(counts, priorities)

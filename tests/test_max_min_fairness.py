@@ -10,6 +10,7 @@ from formulations import (
     allocation_violations,
     max_min_fairness,
 )
+from formulations.rates import runnable
 from optim import lp_certificate, lp_dual_bound, solve
 from simulator import build_problem, parse_cluster, read_gavel_json, sample_jobs
 
@@ -82,7 +83,7 @@ def test_dual_bound_is_an_upper_bound_for_any_allocation(problem):
     rng = np.random.default_rng(0)
     coef = max_min_fairness.normalized_coefficients(problem, "perf")
     for _ in range(20):
-        x = rng.random(problem.throughputs.shape) * (problem.throughputs > 0)
+        x = rng.random(problem.throughputs.shape) * runnable(problem)  # not where a gang does not fit
         x /= np.maximum(x.sum(axis=1, keepdims=True), 1.0)
         x *= min(1.0, (problem.capacities / np.maximum(problem.scale_factors @ x, 1e-12)).min())
         assert (coef * x).sum(axis=1).min() <= bound + 1e-9

@@ -350,8 +350,9 @@ def test_reorder_start_is_feasible_and_no_worse_than_the_schedule(data):
     np.testing.assert_array_equal(y.sum(axis=1), counts)
     assert (w @ y <= G).all()
     assert reorder_objective(y, pri) <= reorder_objective(x, pri) + 1e-9
-    if (w == 1).all():  # one GPU each: the greedy fill is optimal
-        res = solve(build_reorder(w, G, T, counts, pri), "highs", SolveOptions(mip_gap=1e-9))
+    res = solve(build_reorder(w, G, T, counts, pri), "highs", SolveOptions(mip_gap=1e-9))
+    assert reorder_objective(y, pri) >= res.objective - 1e-6 * max(1.0, res.objective)
+    if G == 1:  # one GPU per round: the greedy fill is optimal (more GPUs: it can run out of distinct rounds)
         assert reorder_objective(y, pri) == pytest.approx(res.objective, abs=1e-6 * max(1.0, res.objective))
 
 
