@@ -20,10 +20,14 @@ CERTIFICATE_TOLERANCE = 1e-4
 
 
 def certificate_gap(allocation: Allocation) -> float | None:
-    """Relative primal-dual gap of the allocation's last LP (None: no LP, no duals, or
-    approximate duals from a first-order solver)."""
+    """Relative primal-dual gap of the allocation's last LP (None: no LP, no duals, approximate
+    duals from a first-order solver, or a feasibility program: with a constant objective every
+    feasible point is optimal, and an interior-point solver's duals there are noise of the
+    order of its tolerance, of either sign)."""
     program, result = allocation.program, allocation.result
     if program is None or result is None or result.row_duals is None or result.x is None or result.first_order:
+        return None
+    if not program.c.any():
         return None
     if program.is_mip or program.log_terms is not None or program.hyperbolic is not None:
         return None

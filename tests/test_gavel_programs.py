@@ -222,6 +222,21 @@ def test_gavel_compat_makespan_search_stays_within_five_percent(problem):
             assert (done_within <= compat.objective * (1 + 1e-5)).all()
 
 
+def test_a_feasibility_program_has_no_certificate_to_fail():
+    """Gavel's makespan bisection keeps its last deadline LP (constant objective). Clarabel's duals
+    there are noise of order 1e-6 of either sign, which gave an infinite dual bound: no gap is
+    reported for such a program."""
+    problem = AllocationProblem(
+        worker_types=("gpu0", "gpu1"), capacities=np.array([6.0, 2.0]), job_ids=np.array([0, 1]),
+        job_types=("model0", "model1"), scale_factors=np.array([2, 2]), weights=np.ones(2),
+        throughputs=np.array([[0.0, 89.34375], [0.0, 76.5]]),
+        remaining_steps=np.array([39657.99928962, 22055.48685644]),
+        pairs=JobPairs([0], [1], [[[0.0, 0.0], [73.70657565, 56.95417778]]]))
+    compat = make_policy("min_total_duration_packed", "clarabel", gavel_compat=True).allocate(problem)
+    assert not compat.program.c.any() and certificate_gap(compat) is None
+    assert not allocation_violations(compat)
+
+
 @pytest.mark.skipif(not CONIC, reason="no backend with SOC cones installed")
 @given(rich_problems(max_jobs=6))
 @settings(max_examples=15)
