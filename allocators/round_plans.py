@@ -62,12 +62,11 @@ class RoundState:
 @dataclass
 class RoundPlan:
     """The jobs (trace ids) to run this round; ``solved``: a new plan was computed for it,
-    taking ``seconds`` (build, translate and solve in ``timings``)."""
+    taking ``seconds``."""
 
     jobs: np.ndarray
     solved: bool = False
     seconds: float = 0.0
-    timings: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 

@@ -27,6 +27,7 @@ from .model import Model
 from .options import SolveOptions
 from .result import Result, Status, Timings
 from .solve import solve
+from .tally import add_solve
 
 #: a held column must improve the objective by more than this per unit to be priced in
 PRICING_TOL = 1e-7
@@ -70,6 +71,7 @@ def generate_columns(master: CanonicalModel, pricer: Pricer, backend: Backend, o
     for rounds in range(1, max_rounds + 1):
         result = lp.solve()
         result.first_order = backend.first_order
+        add_solve(result.timings)
         total.translate += result.timings.translate
         total.solve += result.timings.solve
         result.timings = total

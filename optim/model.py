@@ -32,6 +32,7 @@ import scipy.sparse as sp
 from .canonical import CanonicalModel, HyperbolicCones, LogTerms, Sense, VarBlock, VarType
 from .errors import ModelError
 from .sparse import CsrArrays, csc_from_triplets, expand_pointers
+from .tally import add_build
 
 MatrixLike = np.ndarray | sp.spmatrix | sp.sparray | CsrArrays | float | int
 
@@ -143,6 +144,7 @@ class Model:
     _cones: dict[str, _ConeBlock] = field(default_factory=dict, init=False)
     _num_cones: int = field(default=0, init=False)
     _t0: float = field(default_factory=time.perf_counter, init=False)
+    _tallied: float = field(default=0.0, init=False)  # build seconds already in open tallies (optim.tally)
     _canonical: CanonicalModel | None = field(default=None, init=False, repr=False)
 
     @property
@@ -387,6 +389,8 @@ class Model:
             col_keys=dict(self._col_keys),
             row_keys=dict(self._row_keys),
         )
+        add_build(self._canonical.build_seconds - self._tallied)
+        self._tallied = self._canonical.build_seconds
         return self._canonical
 
     def _triplets(self, terms: Mapping[VarBlock, MatrixLike], nrows: int, where: str) -> Triplets:

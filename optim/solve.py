@@ -10,6 +10,7 @@ from .model import Model
 from .options import SolveOptions
 from .reformulations import solve_log_by_tangent_cuts, solve_without_columns
 from .result import Result, Status
+from .tally import add_solve
 
 
 def backends_with(needs: frozenset[Capability], *, exact_log: bool = False) -> list[str]:
@@ -71,8 +72,10 @@ def solve(
 
 def finished(result: Result, model: CanonicalModel, backend: Backend, check: bool) -> Result:
     """``result`` of ``model`` by ``backend`` with the model's build time, blocks and the
-    backend's accuracy class filled in; :func:`checked` when ``check``."""
+    backend's accuracy class filled in, its translate and solve time added to the open
+    tallies (:mod:`optim.tally`); :func:`checked` when ``check``."""
     result.timings.build = model.build_seconds
+    add_solve(result.timings)
     result.blocks = model.blocks
     result.first_order = backend.first_order
     return checked(result, model) if check else result

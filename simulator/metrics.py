@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from allocators.slot_plans import JobState, SlotPolicy
+from optim import Timings
 from simulator.executor import FailedLeases
 from simulator.files import write_atomically
 from simulator.outcomes import Allocations, Timeline, conform, job_states, outcome_metrics
@@ -85,12 +86,11 @@ class RunRecord:
             failed=np.zeros(J, dtype=bool), failures=FailedLeases.of(J),
         )
 
-    def log_solve(self, now: float, jobs: int, seconds: float, timings: dict | None = None) -> None:
+    def log_solve(self, now: float, jobs: int, seconds: float, spent: Timings) -> None:
         """Record one allocation solve or re-plan at ``now`` over ``jobs`` active jobs, taking
-        ``seconds``; ``timings`` splits it into build / translate / solve where the policy
-        reports that (round planners do)."""
-        split = timings or {}
-        self.solve_log.append((now, jobs, seconds, *(split.get(k, math.nan) for k in SOLVE_SPLIT)))
+        ``seconds``, of which ``spent`` (:func:`optim.tally`) built models, translated them
+        for the solver and solved them; the rest is the policy's own Python."""
+        self.solve_log.append((now, jobs, seconds, *(getattr(spent, k) for k in SOLVE_SPLIT)))
 
     def log_interval(self, start: float, end: float, busy: np.ndarray, running: int, present: int,
                      efficiency: float = 0.0) -> None:
@@ -271,7 +271,7 @@ def summarize(workload: RoundView, policy, config, rec: RunRecord, now: float) -
         "solver_seconds_p50": _percentile(solves["seconds"], 50),
         "solver_seconds_p99": _percentile(solves["seconds"], 99),
         "solver_seconds_total": float(solves["seconds"].sum()),
-        **{f"solver_{k}_seconds_total": float(np.nansum(solves[f"{k}_seconds"]))
+        **{f"solver_{k}_seconds_total": float(solves[f"{k}_seconds"].sum())
            for k in SOLVE_SPLIT},
         "notes": list(rec.notes),
     }

@@ -99,10 +99,10 @@ class Shockwave(RoundPlanner):
         if known != self._known:
             self._reestimate(state, remaining)
         self._known = known
-        rounds, timings, notes = self._solve(state, remaining)
+        rounds, notes = self._solve(state, remaining)
         self._plan = {state.round_index + t: r for t, r in enumerate(rounds)}
         seconds = time.perf_counter() - tic
-        return RoundPlan(self._plan[state.round_index], solved=True, seconds=seconds, timings=timings, notes=notes)
+        return RoundPlan(self._plan[state.round_index], solved=True, seconds=seconds, notes=notes)
 
     def _remaining(self, state: RoundState) -> np.ndarray:
         return np.array([self._predictor(state, j).predict(d, oracle=self.config.oracle)
@@ -128,7 +128,7 @@ class Shockwave(RoundPlanner):
         weights = spans / spans.sum() if spans.sum() > 0 else np.full(values.size, 1.0 / values.size)
         return MOMENTUM * float(weights @ values) + (1.0 - MOMENTUM) * float(values[-1])
 
-    def _solve(self, state: RoundState, remaining: np.ndarray) -> tuple[list[np.ndarray], dict, list[str]]:
+    def _solve(self, state: RoundState, remaining: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
         cfg, N = self.config, state.jobs.size
         epoch_seconds = np.array([self._predictor(state, j).mean_epoch(d)
                                   for j, d in zip(state.jobs.tolist(), state.epochs_done.tolist())])
@@ -143,13 +143,11 @@ class Shockwave(RoundPlanner):
         options = SolveOptions(mip_gap=cfg.mip_gap, time_limit=cfg.time_limit, log_gap=cfg.mip_gap,
                                threads=self.options.threads, verbose=self.options.verbose, raw=self.options.raw,
                                seed=self.options.seed)
-        timings: dict[str, float] = {"build": 0.0, "translate": 0.0, "solve": 0.0}
         notes: list[str] = []
         slack = (cfg.rho_max * target - window_end) * share
         x = None
         if (slack >= 0).all():
-            result = self._run(market_program.build(replace(market, finish_slack=slack)), market, options, timings,
-                               need=False)
+            result = self._run(market_program.build(replace(market, finish_slack=slack)), market, options, need=False)
             if result.has_solution and result.status in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT):
                 x = market_program.decode(market, result)
         if x is None:
@@ -163,28 +161,27 @@ class Shockwave(RoundPlanner):
                 log_priority *= np.log(PRIORITY_CAP) / top
             priority = np.exp(log_priority)
             market = replace(market, priorities=priority)
-            result = self._run(market_program.build(market), market, options, timings)
+            result = self._run(market_program.build(market), market, options)
             x = market_program.decode(market, result)
             counts = x.sum(axis=1)
             if counts.any():
                 args = (state.scale_factors, state.gpus, cfg.rounds, counts, priority)
                 reorder = market_program.build_reorder(*args)
                 start = market_program.reorder_start(*args, x).reshape(-1).astype(float)
-                ranked = self._run(reorder, None, replace(options, start=start), timings, need=False)
+                ranked = self._run(reorder, None, replace(options, start=start), need=False)
                 if ranked.has_solution:
                     x = np.rint(ranked.value("y")).astype(np.int64)
-        return self._fill(state, x, remaining), timings, notes
+        return self._fill(state, x, remaining), notes
 
-    def _run(self, model, market: Market | None, options: SolveOptions, timings: dict, need: bool = True):
+    def _run(self, model, market: Market | None, options: SolveOptions, need: bool = True):
         """Solve ``model``; a market program starts from its LP relaxation rounded to a
         schedule (:func:`formulations.shockwave.round_schedule`) and is not solved further
         when that relaxation is infeasible."""
         canon = model.canonical()
-        timings["build"] += canon.build_seconds
         result = None
         if market is not None:
-            relaxed = self._timed(canon.relaxed(), replace(
-                options, start=None, log_gap=max(options.log_gap, START_LOG_GAP)), timings)
+            relaxed = solve(canon.relaxed(), self.solver, replace(
+                options, start=None, log_gap=max(options.log_gap, START_LOG_GAP)))
             if relaxed.status is Status.INFEASIBLE:
                 result = relaxed
             else:
@@ -192,16 +189,10 @@ class Shockwave(RoundPlanner):
                      else np.zeros((market.num_jobs, market.rounds)))
                 options = replace(options, start=market_program.point(model, market, x))
         if result is None:
-            result = self._timed(canon, options, timings)
+            result = solve(canon, self.solver, options)
         if need and not result.has_solution:
             raise SolverFailedError(f"policy 'shockwave' on {self.solver}: {model.name} returned no schedule "
                                     f"({result.status}: {result.message})")
-        return result
-
-    def _timed(self, canon, options: SolveOptions, timings: dict):
-        result = solve(canon, self.solver, options, check=True)
-        timings["translate"] += result.timings.translate
-        timings["solve"] += result.timings.solve
         return result
 
     def _fill(self, state: RoundState, x: np.ndarray, remaining: np.ndarray) -> list[np.ndarray]:

@@ -40,7 +40,7 @@ import numpy as np
 from allocators import Policy
 from allocators.round_plans import RoundPlanner, RoundState
 from formulations import AllocationProblem, JobPairs, ProblemError
-from optim import OptimError
+from optim import OptimError, tally
 from simulator.adaptive import AdaptiveJobs
 from simulator.combos import Combos
 from simulator.engine.clock import SimulationError
@@ -310,8 +310,9 @@ class Rounds:
         try:
             problem, pair_rows = self._problem(now, jobs, rec)
             tic = time.perf_counter()
-            allocation = self.policy.allocate(problem)
-            rec.log_solve(now, jobs.size, time.perf_counter() - tic)
+            with tally() as spent:
+                allocation = self.policy.allocate(problem)
+            rec.log_solve(now, jobs.size, time.perf_counter() - tic, spent)
         except (OptimError, ProblemError) as exc:
             raise SimulationError(f"policy {self.policy.name!r} on solver {self.policy.solver!r} at t={now:.1f} s "
                                   f"({jobs.size} jobs): {exc}") from None
@@ -340,12 +341,13 @@ class Rounds:
                            tr.scale_factors[jobs], self.jobs.epochs_done(jobs, steps), self.jobs.epochs[jobs],
                            self.admitted[jobs], self.jobs.profile)
         try:
-            plan = self.policy.plan(state)
+            with tally() as spent:
+                plan = self.policy.plan(state)
         except (OptimError, ProblemError) as exc:
             raise SimulationError(f"policy {self.policy.name!r} on solver {self.policy.solver!r} at t={now:.1f} s "
                                   f"({jobs.size} jobs): {exc}") from None
         if plan.solved:
-            rec.log_solve(now, jobs.size, plan.seconds, plan.timings)
+            rec.log_solve(now, jobs.size, plan.seconds, spent)
         rec.notes.update(dict.fromkeys(plan.notes))
         chosen = np.asarray(plan.jobs, dtype=np.int64)
         if chosen.size and (not active[chosen].all() or np.unique(chosen).size != chosen.size
