@@ -9,13 +9,11 @@ each type of ``simulation_throughputs.json``), seeds 0 .. ``--instances`` - 1, e
 - ``total_ms``: ``allocate`` end to end;
 - ``merge_ms``: ``Policy._merged`` alone, the classes of equal jobs (0 where the policy does not merge
   on this solver);
-- ``build_ms``, ``translate_ms``, ``solve_ms``: the allocation's ``Result.timings`` (the model's
-  build, the backend's translation, the solver's own run);
-- ``rest_ms``: total less those four (reading the result, decode, expansion, checks; the canonical
+- ``build_ms``, ``translate_ms``, ``solve_ms``: the models' builds, the backend's translations and
+  the solver's own runs, summed over every program the call solved (:func:`optim.tally`: the
+  makespan's regroupings, FTF's bisection steps);
+- ``rest_ms``: total less those four (reading the results, decode, expansion, checks; the canonical
   form is part of the build).
-
-For a policy that solves several programs per call (the makespan's regrouping, FTF's bisection) the
-timings are the last program's and the others fall in ``rest_ms``.
 
 Then, on a vertex backend (HiGHS, Gurobi: they have more than one LP method), the program the
 allocation solved goes to the solver alone under each LP method (``primal``, ``simplex``, ``ipm``):
@@ -31,7 +29,7 @@ import time
 from pathlib import Path
 
 from allocators import make_policy
-from optim import Capability, SolveOptions, get_backend, solve
+from optim import Capability, SolveOptions, get_backend, solve, tally
 from simulator import read_gavel_json
 
 from .rows import write_rows
@@ -49,11 +47,11 @@ def steps(policy: str, solver: str, problems: list, repeat: int) -> dict:
         for _ in range(repeat):
             pol = make_policy(policy, solver)
             tic = time.perf_counter()
-            allocation = pol.allocate(problem)
+            with tally() as spent:
+                allocation = pol.allocate(problem)
             parts["total"].append(time.perf_counter() - tic)
-            timings = allocation.result.timings
             for name in ("build", "translate", "solve"):
-                parts[name].append(getattr(timings, name))
+                parts[name].append(getattr(spent, name))
             merge = 0.0
             if pol.merges:
                 tic = time.perf_counter()
