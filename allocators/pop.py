@@ -44,7 +44,8 @@ import numpy as np
 from allocators.base import FormulationPolicy, Policy
 from allocators.round_plans import RoundPlanner
 from formulations import Allocation, AllocationProblem, JobPairs
-from optim import solve
+from optim import Timings, solve, tally
+from optim.tally import add_spent
 
 #: ``<policy>@pop<k>`` names a policy partitioned into k parts
 POP_SUFFIX = "@pop"
@@ -112,11 +113,14 @@ def program_objective(policy: FormulationPolicy, allocation: Allocation) -> floa
     return float(solve(replace(canon, col_lo=lo, col_hi=hi), policy.solver, policy.options).objective)
 
 
-def _solve_part(policy: Policy, problem: AllocationProblem) -> tuple[np.ndarray, np.ndarray | None, list[str], float]:
-    """One part's (x, pair_x, notes, wall seconds); module-level so that processes can run it."""
+def _solve_part(policy: Policy, problem: AllocationProblem
+                ) -> tuple[np.ndarray, np.ndarray | None, list[str], float, Timings]:
+    """One part's (x, pair_x, notes, wall seconds, its builds and solves (:func:`optim.tally`));
+    module-level so that processes can run it."""
     start = time.perf_counter()
-    allocation = policy.allocate(problem)
-    return allocation.x, allocation.pair_x, allocation.notes, time.perf_counter() - start
+    with tally() as spent:
+        allocation = policy.allocate(problem)
+    return allocation.x, allocation.pair_x, allocation.notes, time.perf_counter() - start, spent
 
 
 def _sub_problem(problem: AllocationProblem, rows: np.ndarray, gpus: np.ndarray
@@ -188,11 +192,13 @@ class Partitioned(Policy):
 
             with ProcessPoolExecutor(max_workers=min(self.workers, len(tasks))) as pool:
                 outputs = list(pool.map(_solve_part, [self.policy] * len(tasks), tasks))
+            for *_, spent in outputs:  # solved in other processes: their time joins this one's tallies
+                add_spent(spent)
 
         x = np.zeros((m, n))
         pair_x = np.zeros((len(problem.job_pairs()), n)) if problem.pairs is not None and self.uses_pairs else None
         seconds, notes = np.zeros(k), []
-        for p, (sub_x, sub_pair_x, sub_notes, secs) in zip(solved, outputs):
+        for p, (sub_x, sub_pair_x, sub_notes, secs, _) in zip(solved, outputs):
             _, rows, types, kept = subs[p]
             x[np.ix_(rows, types)] = sub_x
             if pair_x is not None and sub_pair_x is not None:

@@ -8,7 +8,8 @@
 ``Model()`` to the assembly); ``translate`` and ``solve`` add each finished solve once, cold
 or warm (a column-generation master, a bisection step; a tangent-cut loop's rounds are one
 solve). Derived models (``relaxed()``, ``replace(canon, ...)``) add no build of their own.
-Tallies nest: a solve counts in every open one. Each thread (context) has its own.
+Tallies nest: a solve counts in every open one. Each thread (context) has its own; work done
+in other processes joins through :func:`add_spent`.
 """
 
 from __future__ import annotations
@@ -44,3 +45,9 @@ def add_solve(timings: Timings) -> None:
     for spent in _OPEN.get():
         spent.translate += timings.translate
         spent.solve += timings.solve
+
+
+def add_spent(timings: Timings) -> None:
+    """A tally taken elsewhere (another process), build included, into every open tally."""
+    add_build(timings.build)
+    add_solve(timings)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from allocators import UnknownPolicyError, make_policy
 from allocators.pop import Partitioned, split_capacities, split_jobs
 from formulations import JobPairs, allocation_violations, max_min_fairness
+from optim import tally
 from simulator import build_problem, example_table, parse_cluster, sample_jobs
 
 
@@ -78,8 +79,13 @@ def test_quality_ratio_on_the_example_table(big):
 
 
 def test_deterministic_and_parallel_matches_sequential(big):
-    runs = [Partitioned(make_policy("max_min_fairness_perf"), 3, seed=7, workers=w).allocate(big)
-            for w in (None, None, 2)]
+    runs, tallies = [], []
+    for workers in (None, None, 2):
+        with tally() as spent:
+            runs.append(Partitioned(make_policy("max_min_fairness_perf"), 3, seed=7, workers=workers).allocate(big))
+        tallies.append(spent)
+    # the parts' builds and solves are tallied here whether they ran in this process or another
+    assert all(t.build > 0 and t.solve > 0 for t in tallies)
     for other in runs[1:]:
         np.testing.assert_array_equal(other.report.part, runs[0].report.part)
         np.testing.assert_allclose(other.x, runs[0].x, atol=1e-12)
