@@ -86,9 +86,19 @@ def _worker(rank: int, spec: dict, device_type: str, scale: int, steps: int, sec
         elapsed = time.perf_counter() - started
         if rank == 0:
             (Path(folder) / "result.json").write_text(json.dumps({"steps_per_second": count / elapsed}))
+        _leave_together(rank, scale, folder)
     finally:
         dist.destroy_process_group()
 
+
+def _leave_together(rank: int, scale: int, folder: str) -> None:
+    """Return once every rank has finished its last collective, so that none tears its
+    connections down while a peer still drains them (gloo aborts that peer, SIGABRT:
+    pytorch/gloo#155, a barrier followed by destruction). The handshake goes through a
+    file store in ``folder``, not through the process group."""
+    store = dist.FileStore(f"{folder}/leave", scale)
+    store.set(f"left{rank}", "1")
+    store.wait([f"left{r}" for r in range(scale)])
 
 
 class LeaseFailedError(RuntimeError):
@@ -145,5 +155,6 @@ def _lease_worker(rank: int, spec: dict, device_type: str, scale: int, checkpoin
         else:
             save_checkpoint({"step": workload.step, "data_rng": workload.generator.get_state()}, own_rng)
         dist.barrier()
+        _leave_together(rank, scale, folder)
     finally:
         dist.destroy_process_group()
