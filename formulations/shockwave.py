@@ -155,10 +155,10 @@ def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
     those jobs first, then largest gang first, into the rounds with the most free GPUs.
     Then each job with a fractional remainder, largest objective gain first, gets one more
     round: one with room for it, or else the one where taking out the jobs that lose
-    least makes room, if the objective rises. When ceilings were taken, the same done with
-    floors alone is kept instead if it is worth more (the ceilings can crowd out other
-    jobs' floors, and the top-up gives a job back only one round). Rounds come sorted by
-    load, as the program's symmetry rows require."""
+    least makes room, if the objective rises. When the ceilings crowded a job out of some
+    of its floor rounds (the top-up gives it back at most one), the same done with floors
+    alone is kept instead if it is worth more. Rounds come sorted by load, as the
+    program's symmetry rows require."""
     N, T = market.num_jobs, market.rounds
     total = np.asarray(fractional, dtype=float).reshape(N, T).sum(axis=1)
     floors = np.minimum(np.floor(total + 1e-6).astype(np.int64), T)
@@ -166,21 +166,16 @@ def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
     critical = _remaining(market, floors) > level + 1e-9 * max(1.0, level)
     counts = floors.copy()
     counts[critical] = np.minimum(np.ceil(total[critical] - 1e-6), T).astype(np.int64)
-    x, free = _rounded(market, counts, critical, total)
-    if critical.any():
-        y, y_free = _rounded(market, floors, np.zeros(N, dtype=bool), total)
+    x, free = _pack(market, counts, np.lexsort((-counts, -market.scale_factors, ~critical)))
+    crowded = bool((x.sum(axis=1) < floors).any())
+    _top_up(market, x, free, total)
+    if crowded:
+        y, y_free = _pack(market, floors, np.lexsort((-floors, -market.scale_factors)))
+        _top_up(market, y, y_free, total)
         value = _plan_value(market, x.sum(axis=1))
         if _plan_value(market, y.sum(axis=1)) > value + 1e-12 * max(1.0, abs(value)):
             x, free = y, y_free
     return x[:, np.argsort(free, kind="stable")]
-
-
-def _rounded(market: Market, counts: np.ndarray, first: np.ndarray, total: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`round_schedule`'s packing of ``counts`` (jobs ``first`` first) and top-up."""
-    x, free = _pack(market, counts, np.lexsort((-counts, -market.scale_factors, ~first)))
-    _top_up(market, x, free, total)
-    return x, free
 
 
 def _pack(market: Market, counts: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
