@@ -4,8 +4,9 @@
 ...     ...  # any number of Model builds and solves, e.g. a policy's allocate
 >>> spent.build, spent.translate, spent.solve  # doctest: +SKIP
 
-``build`` adds each :meth:`optim.Model.canonical` assembly once (its ``build_seconds``, from
-``Model()`` to the assembly); ``translate`` and ``solve`` add each finished solve once, cold
+``build`` adds each :class:`optim.Model`'s build time once, from ``Model()`` to its last
+:meth:`~optim.Model.canonical` assembly (a model changed and assembled again adds the time
+since its last assembly); ``translate`` and ``solve`` add each finished solve once, cold
 or warm (a column-generation master, a bisection step; a tangent-cut loop's rounds are one
 solve). Derived models (``relaxed()``, ``replace(canon, ...)``) add no build of their own.
 Tallies nest: a solve counts in every open one. Each thread (context) has its own; work done
