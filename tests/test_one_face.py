@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_slot_engine import write_inputs
 
@@ -145,6 +145,7 @@ class Ledger(Executor):
 @settings(max_examples=12)
 @given(seed=st.integers(0, 10_000), policy=st.sampled_from([p for p in MATRIX if p != "gandiva"]),
        jobs=st.integers(2, 10))
+@example(seed=3, policy="elasticflow", jobs=8)  # leased, a job ended 2 s late: 1e-9 steps, not 1e-9 s
 def test_work_is_conserved_for_random_workloads_under_random_policies(seed, policy, jobs):
     """Every lease runs at the table's rate for its GPUs over its seconds (overheads excluded), a
     finished job's leases add up to its work, no interval holds more GPUs than the cluster or a gang

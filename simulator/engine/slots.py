@@ -246,7 +246,7 @@ class Slots:
             v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - run * rate)
         else:
             credited, failed = self._execute(start, jobs, n, rate, lost, np.minimum(need, run))
-            finishing = ~failed & ((credited >= v.remaining[jobs] - _EPS) | at_release)
+            finishing = ~failed & ((credited >= v.remaining[jobs] - _EPS * rate) | at_release)
             v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - credited)
         ran = np.where(finishing, np.minimum(need, run), run)
         v.executed[jobs] += ran
@@ -300,7 +300,7 @@ class Slots:
         work = seconds * rate
         done = v.iterations[jobs] - v.remaining[jobs]
         trained = np.floor(done + _EPS)
-        ending = work >= v.remaining[jobs] - _EPS
+        ending = work >= v.remaining[jobs] - _EPS * rate  # need <= seconds + _EPS, as the simulated credit
         planned = (np.where(ending, v.iterations[jobs], np.floor(done + work + _EPS)) - trained).astype(np.int64)
         leases = Leases(start, jobs, np.zeros(jobs.size, dtype=np.int64), n, planned, seconds)
         outcome = self.executor.execute(leases)
