@@ -168,12 +168,10 @@ def round_schedule(market: Market, fractional: np.ndarray) -> np.ndarray:
     counts[critical] = np.minimum(np.ceil(total[critical] - 1e-6), T).astype(np.int64)
     x, free = _pack(market, counts, np.lexsort((-counts, -market.scale_factors, ~critical)))
     crowded = bool((x.sum(axis=1) < floors).any())
-    _top_up(market, x, free, total)
+    value = _top_up(market, x, free, total)
     if crowded:
         y, y_free = _pack(market, floors, np.lexsort((-floors, -market.scale_factors)))
-        _top_up(market, y, y_free, total)
-        value = _plan_value(market, x.sum(axis=1))
-        if _plan_value(market, y.sum(axis=1)) > value + 1e-12 * max(1.0, abs(value)):
+        if _top_up(market, y, y_free, total) > value + 1e-12 * max(1.0, abs(value)):
             x, free = y, y_free
     return x[:, np.argsort(free, kind="stable")]
 
@@ -192,10 +190,11 @@ def _pack(market: Market, counts: np.ndarray, order: np.ndarray) -> tuple[np.nda
     return x, free
 
 
-def _top_up(market: Market, x: np.ndarray, free: np.ndarray, total: np.ndarray) -> None:
+def _top_up(market: Market, x: np.ndarray, free: np.ndarray, total: np.ndarray) -> float:
     """Give each job with fewer rounds than its fractional ``total`` (at its turn: a job
     evicted earlier counts) one more where the objective rises (see
-    :func:`round_schedule`), largest gain first; updates ``x`` and ``free`` in place."""
+    :func:`round_schedule`), largest gain first; updates ``x`` and ``free`` in place and
+    returns the schedule's objective."""
     N, T = market.num_jobs, market.rounds
     w = market.scale_factors.astype(np.int64)
     counts = x.sum(axis=1)
@@ -229,6 +228,7 @@ def _top_up(market: Market, x: np.ndarray, free: np.ndarray, total: np.ndarray) 
         value = best_value
         if best_out.size:
             loss = value - _plan_value(market, np.maximum(counts[:, None] - one, 0))
+    return float(value)
 
 
 def _progress(market: Market, rounds: np.ndarray) -> np.ndarray:
