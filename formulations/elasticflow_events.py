@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import sys
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,7 +57,7 @@ def align(start: float, t: float, slot: float) -> float:
 
 @dataclass
 class PlanJob:
-    """One job for the planner: ``levels`` (ascending GPU counts it may use), ``rates``
+    """One job for the planner: ``levels`` (the distinct GPU counts it may use, ascending), ``rates``
     (iterations/s at each level), iterations ``need``-ed, ``deadline``, and its current plan:
     ``gpus`` now, ``alloc`` (time -> GPUs from then on), ``end`` (GPUs held until), ``real_end``."""
 
@@ -68,19 +69,29 @@ class PlanJob:
     alloc: dict = field(default_factory=dict)
     end: float = 0.0
     real_end: float = 0.0
+    level_list: list = field(init=False, repr=False)
+    rate_list: list = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # the plans read levels and rates one at a time: bisection on lists beats numpy's calls there
+        self.level_list, self.rate_list = np.asarray(self.levels).tolist(), np.asarray(self.rates).tolist()
+
+    def index(self, ceiling: float) -> int:
+        """The position of the largest level <= ceiling (-1 if none)."""
+        return bisect_right(self.level_list, ceiling) - 1
 
     def rate(self, level: int) -> float:
-        return float(self.rates[int(np.searchsorted(self.levels, level))])
+        return self.rate_list[bisect_left(self.level_list, level)]
 
     def fit(self, ceiling: float) -> int:
         """The largest level <= ceiling (0 if none)."""
-        i = int(np.searchsorted(self.levels, ceiling, side="right"))
-        return int(self.levels[i - 1]) if i else 0
+        i = self.index(ceiling)
+        return self.level_list[i] if i >= 0 else 0
 
     def next_level(self) -> int:
         """The level above ``gpus`` (``gpus`` itself at the top)."""
-        i = int(np.searchsorted(self.levels, self.gpus, side="right"))
-        return int(self.levels[i]) if i < len(self.levels) else self.gpus
+        i = bisect_right(self.level_list, self.gpus)
+        return self.level_list[i] if i < len(self.level_list) else self.gpus
 
 
 @dataclass
@@ -134,8 +145,7 @@ def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, a
     alloc = {now: 0}
     need, start = job.need, now
     if assigned:
-        after = [k for k in sorted(orig) if k > now]
-        nxt = after[0] if after else A
+        nxt = min((k for k in orig if k > now), default=A)
         real_end = math.ceil(now + need / job.rate(assigned))
         end = align(now, real_end, slot)
         alloc[now] = assigned
@@ -153,8 +163,8 @@ def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, a
         start = nxt
         alloc[nxt] = 0
     keys = sorted(P)
-    window = [k for k in keys if start <= k < A]
-    levels = [int(q) for q in job.levels if q <= total]
+    window = keys[bisect_left(keys, start):bisect_left(keys, A)]
+    levels = [q for q in job.level_list if q <= total]
     for k in window:
         alloc.setdefault(k, 0)
     found = _level_walk(P, window, A, job, need, levels)
@@ -164,7 +174,7 @@ def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, a
     q_max = levels[-1] if levels else 0
     lat = None
     la = 0
-    for e in (k for k in keys if start <= k <= A):
+    for e in keys[bisect_left(keys, start):bisect_right(keys, A)]:
         if lat is not None:
             alloc[lat] = la
             P[lat] -= la
@@ -176,22 +186,22 @@ def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, a
 
 def _level_walk(P: dict, window: list, A: float, job: PlanJob, need: float,
                 levels: list) -> tuple[int, int, float] | None:
-    """(q, level below q, point) of the first level whose backward walk reaches ``need``."""
+    """(q, level below q, point) of the first level whose backward walk reaches ``need``: at level
+    q a period of f free GPUs runs the largest level <= min(q, f), i.e. position min(q's, f's)."""
     if not window:
         return None
-    free = np.array([P[k] for k in window])
-    bounds = np.array(window + [A], dtype=float)
-    seconds = np.diff(bounds)
-    seconds[-1] = job.deadline - window[-1]
+    fits = [job.index(P[k]) for k in window]
+    seconds = [b - a for a, b in zip(window, window[1:])] + [job.deadline - window[-1]]
+    rates = job.rate_list
     q_prev = 0
-    for q in levels:
-        idx = np.searchsorted(job.levels, np.minimum(q, free), side="right") - 1
-        gpus = np.where(idx >= 0, job.levels[np.maximum(idx, 0)], 0)
-        iters = np.where(gpus > 0, seconds * job.rates[np.maximum(idx, 0)], 0.0)
-        back = np.cumsum(iters[::-1])[::-1]
-        hit = np.flatnonzero((gpus > 0) & (back >= need))
-        if hit.size:
-            return q, q_prev, window[int(hit[-1])]
+    for qi, q in enumerate(levels):
+        back = 0.0
+        for i in range(len(window) - 1, -1, -1):
+            j = min(qi, fits[i])
+            if j >= 0:
+                back += seconds[i] * rates[j]
+                if back >= need:
+                    return q, q_prev, window[i]
         q_prev = q
     return None
 
@@ -199,27 +209,27 @@ def _level_walk(P: dict, window: list, A: float, job: PlanJob, need: float,
 def _forward(P: dict, orig: dict, keys: list, alloc: dict, now: float, start: float, A: float, job: PlanJob,
              need: float, q: int, q_prev: int, point: float, slot: float, total: int) -> Outcome:
     """Lay the plan forward from ``start``: level ``q_prev`` before ``point``, ``q`` from it."""
-    ks = [k for k in keys if start <= k <= A]
-    free = np.array([P[k] for k in ks])
-    ceiling = np.where(np.array(ks) >= point, q, q_prev)
-    idx = np.searchsorted(job.levels, np.minimum(ceiling, free), side="right") - 1
-    levels = np.where(idx >= 0, job.levels[np.maximum(idx, 0)], 0).tolist()
-    rates = job.rates[np.maximum(idx, 0)].tolist()
+    ks = keys[bisect_left(keys, start):bisect_right(keys, A)]
+    before, after = job.index(q_prev), job.index(q)
+    levels, rates = job.level_list, job.rate_list
     end = None
     for i in range(1, len(ks)):
-        lat, la, e = ks[i - 1], levels[i - 1], ks[i]
+        lat, e = ks[i - 1], ks[i]
+        j = min(after if lat >= point else before, job.index(P[lat]))
+        la = levels[j] if j >= 0 else 0
         alloc[lat] = la
         P[lat] -= la
         if la:
-            iters = ((e - lat) if e != A else job.deadline - lat) * rates[i - 1]
+            iters = ((e - lat) if e != A else job.deadline - lat) * rates[j]
             if lat < point or iters < need:
                 need -= iters
             else:
-                left = math.ceil(need / rates[i - 1])
+                left = math.ceil(need / rates[j])
                 end, real_end = lat + align(0, left, slot), lat + left
                 break
     if end is None:
-        lat, la = ks[-1], levels[-1]
+        lat = ks[-1]
+        la = job.fit(min(q if lat >= point else q_prev, P[lat]))
         alloc[lat] = la
         P[lat] -= la
         left = math.ceil(need / job.rate(la))
@@ -253,7 +263,7 @@ def _after_deadline(P: dict, orig: dict, alloc: dict, now: float, start: float, 
         need -= iters
         P[lat] -= q
         lat = e
-    q = job.fit(min(total, job.levels[-1]))
+    q = job.fit(min(total, job.level_list[-1]))
     alloc[lat] = q
     real_end = math.ceil(lat + need / job.rate(q))
     end = align(now, real_end, slot)
@@ -276,18 +286,19 @@ def plan_all(jobs: list[PlanJob], now: float, slot: float, total: int) -> tuple[
 
 
 def _without(profile: dict, job: PlanJob, total: int) -> dict:
-    """``profile`` with ``job``'s plan handed back (published ``get_marginal``'s first half)."""
-    tmp = dict(profile)
-    if job.end not in tmp:
-        tmp[job.end] = value_at(tmp, job.end, total)
-    last = 0
-    for t in sorted(job.alloc):
-        if t not in tmp:
-            tmp[t] = value_at(tmp, t, total)
-        for k in tmp:
-            if t <= k < job.end:
-                tmp[k] += job.alloc[t] - last
-        last = job.alloc[t]
+    """``profile`` with ``job``'s plan handed back (published ``get_marginal``'s first half): with
+    breakpoints added at the plan's changes and end, every breakpoint k with first change <= k < end
+    gains the GPUs the plan holds at k. (The published code adds each change's difference to the
+    breakpoints after it, one change at a time; in integers the sums telescope to this.)"""
+    changes = sorted(job.alloc.items())
+    first, end = changes[0][0], job.end
+    tmp, free, held, i = {}, total, 0, 0
+    for k in sorted(profile.keys() | job.alloc.keys() | {end}):
+        free = profile.get(k, free)
+        while i < len(changes) and changes[i][0] <= k:
+            held = changes[i][1]
+            i += 1
+        tmp[k] = free + held if first <= k < end else free
     return merged(tmp)
 
 

@@ -3,8 +3,20 @@ on cases worked by hand from the module's rules."""
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from formulations.elasticflow_events import PlanJob, align, allocate_free, gpu_seconds, merged, plan_all, plan_job
+from formulations.elasticflow_events import (
+    PlanJob,
+    _without,
+    align,
+    allocate_free,
+    gpu_seconds,
+    merged,
+    plan_all,
+    plan_job,
+    value_at,
+)
 
 LINEAR = dict(levels=np.array([1, 2, 4, 8]), rates=np.array([1.0, 2.0, 4.0, 8.0]))
 
@@ -90,3 +102,30 @@ def test_a_job_past_its_deadline_takes_the_largest_level_the_free_gpus_hold():
     job = PlanJob(**LINEAR, need=80, deadline=10)
     out = plan_job({100: 6, 1000: 8}, 100, job, 60, 8)
     assert (out.alloc, out.real_end, out.end, out.on_time) == ({100: 4}, 120, 160, False)
+
+
+def _without_change_by_change(profile: dict, job: PlanJob, total: int) -> dict:
+    """The published ``get_marginal``'s first half as written there: each change of the plan adds
+    its difference to every breakpoint from it to the plan's end, one change at a time."""
+    tmp = dict(profile)
+    if job.end not in tmp:
+        tmp[job.end] = value_at(tmp, job.end, total)
+    last = 0
+    for t in sorted(job.alloc):
+        if t not in tmp:
+            tmp[t] = value_at(tmp, t, total)
+        for k in tmp:
+            if t <= k < job.end:
+                tmp[k] += job.alloc[t] - last
+        last = job.alloc[t]
+    return merged(tmp)
+
+
+_TIMES = st.integers(0, 12).map(lambda i: 60.0 * i)
+
+
+@given(profile=st.dictionaries(_TIMES, st.integers(0, 16), min_size=1, max_size=8),
+       alloc=st.dictionaries(_TIMES, st.integers(0, 8), min_size=1, max_size=5), end=_TIMES)
+def test_handing_a_plan_back_equals_the_published_change_by_change_rule(profile, alloc, end):
+    job = PlanJob(**LINEAR, need=1.0, deadline=end, alloc=alloc, end=end)
+    assert _without(profile, job, 16) == _without_change_by_change(profile, job, 16)
