@@ -14,6 +14,7 @@ resumed job continues every rank's batch stream.
 
 from __future__ import annotations
 
+import gc
 import json
 import tempfile
 import time
@@ -74,21 +75,35 @@ def _worker(rank: int, spec: dict, device_type: str, scale: int, steps: int, sec
             threads: int, folder: str) -> None:
     device = _join(rank, device_type, scale, threads, folder)
     try:
-        workload = make_workload(**spec, device=device, rank=rank)
-        workload.data_parallel()
-        step_time = torch.tensor([train_lease(workload, steps=max(1, warmup)).seconds / max(1, warmup)])
-        dist.all_reduce(step_time, op=dist.ReduceOp.MAX)
-        count = max(1, min(steps, int(seconds / max(step_time.item(), 1e-9))))
-        dist.barrier()
-        started = time.perf_counter()
-        train_lease(workload, steps=count)
-        dist.barrier()
-        elapsed = time.perf_counter() - started
-        if rank == 0:
-            (Path(folder) / "result.json").write_text(json.dumps({"steps_per_second": count / elapsed}))
+        _measure(rank, spec, device, steps, seconds, warmup, folder)
         _leave_together(rank, scale, folder)
     finally:
-        dist.destroy_process_group()
+        _leave()
+
+
+def _measure(rank: int, spec: dict, device: torch.device, steps: int, seconds: float, warmup: int,
+             folder: str) -> None:
+    workload = make_workload(**spec, device=device, rank=rank)
+    workload.data_parallel()
+    step_time = torch.tensor([train_lease(workload, steps=max(1, warmup)).seconds / max(1, warmup)])
+    dist.all_reduce(step_time, op=dist.ReduceOp.MAX)
+    count = max(1, min(steps, int(seconds / max(step_time.item(), 1e-9))))
+    dist.barrier()
+    started = time.perf_counter()
+    train_lease(workload, steps=count)
+    dist.barrier()
+    elapsed = time.perf_counter() - started
+    if rank == 0:
+        (Path(folder) / "result.json").write_text(json.dumps({"steps_per_second": count / elapsed}))
+
+
+def _leave() -> None:
+    """Free the training objects, then the process group, while the interpreter still runs: the
+    ``DistributedDataParallel`` module sits in reference cycles and holds the group, so without a
+    collection here the group's gloo threads were torn down during interpreter shutdown, which
+    aborted a rank now and then (SIGABRT, "terminate called without an active exception")."""
+    gc.collect()
+    dist.destroy_process_group()
 
 
 def _leave_together(rank: int, scale: int, folder: str) -> None:
@@ -123,38 +138,43 @@ def _lease_worker(rank: int, spec: dict, device_type: str, scale: int, checkpoin
                   seconds: float | None, threads: int, folder: str) -> None:
     device = _join(rank, device_type, scale, threads, folder)
     try:
-        workload = make_workload(**spec, device=device, rank=rank)
-        workload.resume(checkpoint)
-        own_rng = Path(f"{checkpoint}.rank{rank}")
-        if rank > 0 and own_rng.exists():
-            saved = load_checkpoint(own_rng)
-            if saved.get("step") == workload.step:  # else left by a lease whose checkpoint was not saved
-                workload.generator.set_state(saved["data_rng"])
-        workload.data_parallel()
-        go = torch.zeros(1, dtype=torch.int64, device=device)
-        if rank == 0:
-            lease = LeaseIterator(workload.batches(), steps=steps, seconds=seconds, start_step=workload.step)
-            for batch in lease:
-                go.fill_(1)
-                dist.broadcast(go, src=0)
-                workload.train_step(batch)
-            go.fill_(0)
-            dist.broadcast(go, src=0)
-        else:
-            batches = workload.batches()
-            while True:
-                dist.broadcast(go, src=0)
-                if not go.item():
-                    break
-                workload.train_step(next(batches))
-        dist.barrier()
-        if rank == 0:
-            workload.save(checkpoint)
-            report = lease.report
-            (Path(folder) / "report.json").write_text(json.dumps(asdict(report)))
-        else:
-            save_checkpoint({"step": workload.step, "data_rng": workload.generator.get_state()}, own_rng)
-        dist.barrier()
+        _lease(rank, spec, device, checkpoint, steps, seconds, folder)
         _leave_together(rank, scale, folder)
     finally:
-        dist.destroy_process_group()
+        _leave()
+
+
+def _lease(rank: int, spec: dict, device: torch.device, checkpoint: str, steps: int | None, seconds: float | None,
+           folder: str) -> None:
+    workload = make_workload(**spec, device=device, rank=rank)
+    workload.resume(checkpoint)
+    own_rng = Path(f"{checkpoint}.rank{rank}")
+    if rank > 0 and own_rng.exists():
+        saved = load_checkpoint(own_rng)
+        if saved.get("step") == workload.step:  # else left by a lease whose checkpoint was not saved
+            workload.generator.set_state(saved["data_rng"])
+    workload.data_parallel()
+    go = torch.zeros(1, dtype=torch.int64, device=device)
+    if rank == 0:
+        lease = LeaseIterator(workload.batches(), steps=steps, seconds=seconds, start_step=workload.step)
+        for batch in lease:
+            go.fill_(1)
+            dist.broadcast(go, src=0)
+            workload.train_step(batch)
+        go.fill_(0)
+        dist.broadcast(go, src=0)
+    else:
+        batches = workload.batches()
+        while True:
+            dist.broadcast(go, src=0)
+            if not go.item():
+                break
+            workload.train_step(next(batches))
+    dist.barrier()
+    if rank == 0:
+        workload.save(checkpoint)
+        report = lease.report
+        (Path(folder) / "report.json").write_text(json.dumps(asdict(report)))
+    else:
+        save_checkpoint({"step": workload.step, "data_rng": workload.generator.get_state()}, own_rng)
+    dist.barrier()
