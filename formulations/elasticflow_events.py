@@ -145,16 +145,17 @@ def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, a
     alloc = {now: 0}
     need, start = job.need, now
     if assigned:
-        nxt = min((k for k in orig if k > now), default=A)
+        okeys = sorted(orig)
+        i = bisect_right(okeys, now)
+        nxt = okeys[i] if i < len(okeys) else A
         real_end = math.ceil(now + need / job.rate(assigned))
         end = align(now, real_end, slot)
         alloc[now] = assigned
         if nxt >= end and job.deadline >= real_end:
             last = total
-            for k in sorted(orig):
-                if now <= k < end:
-                    last = P[k]
-                    P[k] -= assigned
+            for k in okeys[bisect_left(okeys, now):bisect_left(okeys, end)]:
+                last = P[k]
+                P[k] -= assigned
             if end not in orig:
                 P[end] = last
             return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
@@ -190,14 +191,15 @@ def _level_walk(P: dict, window: list, A: float, job: PlanJob, need: float,
     q a period of f free GPUs runs the largest level <= min(q, f), i.e. position min(q's, f's)."""
     if not window:
         return None
-    fits = [job.index(P[k]) for k in window]
+    fits = [bisect_right(job.level_list, P[k]) - 1 for k in window]
     seconds = [b - a for a, b in zip(window, window[1:])] + [job.deadline - window[-1]]
     rates = job.rate_list
     q_prev = 0
     for qi, q in enumerate(levels):
         back = 0.0
         for i in range(len(window) - 1, -1, -1):
-            j = min(qi, fits[i])
+            f = fits[i]
+            j = qi if qi < f else f
             if j >= 0:
                 back += seconds[i] * rates[j]
                 if back >= need:
@@ -215,7 +217,8 @@ def _forward(P: dict, orig: dict, keys: list, alloc: dict, now: float, start: fl
     end = None
     for i in range(1, len(ks)):
         lat, e = ks[i - 1], ks[i]
-        j = min(after if lat >= point else before, job.index(P[lat]))
+        c, f = after if lat >= point else before, bisect_right(levels, P[lat]) - 1
+        j = c if c < f else f
         la = levels[j] if j >= 0 else 0
         alloc[lat] = la
         P[lat] -= la
@@ -235,8 +238,15 @@ def _forward(P: dict, orig: dict, keys: list, alloc: dict, now: float, start: fl
         left = math.ceil(need / job.rate(la))
         end, real_end = lat + align(0, left, slot), lat + left
     if end not in orig:
-        P[end] = next((orig[k] for k in sorted(orig, reverse=True) if start <= k < end), total)
+        P[end] = _last_in(orig, start, end, total)
     return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
+
+
+def _last_in(profile: dict, start: float, end: float, default: int) -> int:
+    """The value at the profile's last breakpoint in [start, end) (``default`` if none)."""
+    keys = sorted(profile)
+    i = bisect_left(keys, end) - 1
+    return profile[keys[i]] if i >= 0 and keys[i] >= start else default
 
 
 def _after_deadline(P: dict, orig: dict, alloc: dict, now: float, start: float, A: float, job: PlanJob,
@@ -292,14 +302,16 @@ def _without(profile: dict, job: PlanJob, total: int) -> dict:
     breakpoints after it, one change at a time; in integers the sums telescope to this.)"""
     changes = sorted(job.alloc.items())
     first, end = changes[0][0], job.end
-    tmp, free, held, i = {}, total, 0, 0
+    out, last, free, held, i = {}, None, total, 0, 0
     for k in sorted(profile.keys() | job.alloc.keys() | {end}):
         free = profile.get(k, free)
         while i < len(changes) and changes[i][0] <= k:
             held = changes[i][1]
             i += 1
-        tmp[k] = free + held if first <= k < end else free
-    return merged(tmp)
+        value = free + held if first <= k < end else free
+        if value != last:  # equal neighbours merged on the way (merged())
+            out[k] = last = value
+    return out
 
 
 @dataclass
