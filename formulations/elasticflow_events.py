@@ -109,9 +109,9 @@ def merged(d: dict) -> dict:
     """Time-sorted ``d`` without keys whose value equals the previous key's (published ``merge_dict``)."""
     out, last = {}, None
     for t in sorted(d):
-        if d[t] != last:
-            out[t] = d[t]
-            last = d[t]
+        value = d[t]
+        if value != last:
+            out[t] = last = value
     return out
 
 
@@ -166,8 +166,7 @@ def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, a
     keys = sorted(P)
     window = keys[bisect_left(keys, start):bisect_left(keys, A)]
     levels = [q for q in job.level_list if q <= total]
-    for k in window:
-        alloc.setdefault(k, 0)
+    alloc = {**dict.fromkeys(window, 0), **alloc}  # every period's count, 0 unless set
     found = _level_walk(P, window, A, job, need, levels)
     if found is not None:
         q, q_prev, point = found
