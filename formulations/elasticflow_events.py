@@ -40,6 +40,7 @@ import math
 import sys
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -96,13 +97,19 @@ class PlanJob:
 
 @dataclass
 class Outcome:
-    """A plan for one job and the profile it leaves: ``on_time`` iff ``real_end`` <= deadline."""
+    """A plan for one job and the profile it leaves: ``on_time`` iff ``real_end`` <= deadline;
+    ``free`` is that profile before equal neighbours merge (merged on first use: the leftover
+    GPUs' trial plans are compared by their GPU time, and only the one taken needs it)."""
 
     alloc: dict
     end: float
     real_end: float
-    profile: dict
+    free: dict
     on_time: bool
+
+    @cached_property
+    def profile(self) -> dict:
+        return merged(self.free)
 
 
 def merged(d: dict) -> dict:
@@ -158,7 +165,7 @@ def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, a
                 P[k] -= assigned
             if end not in orig:
                 P[end] = last
-            return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
+            return Outcome(merged(alloc), end, real_end, P, real_end <= job.deadline)
         need -= ((nxt - now) if nxt != A else job.deadline - now) * job.rate(assigned)
         P[now] -= assigned
         start = nxt
@@ -238,7 +245,7 @@ def _forward(P: dict, orig: dict, keys: list, alloc: dict, now: float, start: fl
         end, real_end = lat + align(0, left, slot), lat + left
     if end not in orig:
         P[end] = _last_in(orig, start, end, total)
-    return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
+    return Outcome(merged(alloc), end, real_end, P, real_end <= job.deadline)
 
 
 def _last_in(profile: dict, start: float, end: float, default: int) -> int:
@@ -268,7 +275,7 @@ def _after_deadline(P: dict, orig: dict, alloc: dict, now: float, start: float, 
                 P[lat] = base - q
             if end not in orig:
                 P[end] = base
-            return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
+            return Outcome(merged(alloc), end, real_end, P, real_end <= job.deadline)
         need -= iters
         P[lat] -= q
         lat = e
@@ -278,7 +285,7 @@ def _after_deadline(P: dict, orig: dict, alloc: dict, now: float, start: float, 
     end = align(now, real_end, slot)
     P[lat] = total - q
     P[end] = total
-    return Outcome(merged(alloc), end, real_end, merged(P), real_end <= job.deadline)
+    return Outcome(merged(alloc), end, real_end, P, real_end <= job.deadline)
 
 
 def plan_all(jobs: list[PlanJob], now: float, slot: float, total: int) -> tuple[dict, bool]:
