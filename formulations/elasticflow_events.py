@@ -197,7 +197,8 @@ def _level_walk(P: dict, window: list, A: float, job: PlanJob, need: float,
     q a period of f free GPUs runs the largest level <= min(q, f), i.e. position min(q's, f's)."""
     if not window:
         return None
-    fits = [bisect_right(job.level_list, P[k]) - 1 for k in window]
+    levels_of = job.level_list
+    fits = [bisect_right(levels_of, P[k]) - 1 for k in window]
     seconds = [b - a for a, b in zip(window, window[1:])] + [job.deadline - window[-1]]
     rates = job.rate_list
     q_prev = 0
@@ -308,8 +309,14 @@ def _without(profile: dict, job: PlanJob, total: int) -> dict:
     breakpoints after it, one change at a time; in integers the sums telescope to this.)"""
     changes = sorted(job.alloc.items())
     first, end = changes[0][0], job.end
+    added = {k for k in job.alloc if k not in profile}
+    if end not in profile:
+        added.add(end)
+    keys = list(profile)
+    keys += sorted(added)
+    keys.sort()  # two sorted runs when the profile is in time order, as merged() leaves it: one merge
     out, last, free, held, i = {}, None, total, 0, 0
-    for k in sorted(profile.keys() | job.alloc.keys() | {end}):
+    for k in keys:
         free = profile.get(k, free)
         while i < len(changes) and changes[i][0] <= k:
             held = changes[i][1]
