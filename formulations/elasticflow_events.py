@@ -126,12 +126,9 @@ def value_at(profile: dict, t: float, total: int) -> int:
     """The profile's free GPUs at ``t`` (the last breakpoint <= t; ``total`` before the first)."""
     if t in profile:
         return profile[t]
-    value = total
-    for k in sorted(profile):
-        if k > t:
-            break
-        value = profile[k]
-    return value
+    keys = sorted(profile)
+    i = bisect_right(keys, t) - 1
+    return profile[keys[i]] if i >= 0 else total
 
 
 def gpu_seconds(alloc: dict, end: float) -> float:
