@@ -60,39 +60,37 @@ def align(start: float, t: float, slot: float) -> float:
 class PlanJob:
     """One job for the planner: ``levels`` (the distinct GPU counts it may use, ascending), ``rates``
     (iterations/s at each level), iterations ``need``-ed, ``deadline``, and its current plan:
-    ``gpus`` now, ``alloc`` (time -> GPUs from then on), ``end`` (GPUs held until), ``real_end``."""
+    ``gpus`` now, ``alloc`` (time -> GPUs from then on), ``end`` (GPUs held until), ``real_end``.
+    Levels and rates are kept as lists: the plans read them one at a time, by bisection."""
 
-    levels: np.ndarray
-    rates: np.ndarray
+    levels: list
+    rates: list
     need: float
     deadline: float
     gpus: int = 0
     alloc: dict = field(default_factory=dict)
     end: float = 0.0
     real_end: float = 0.0
-    level_list: list = field(init=False, repr=False)
-    rate_list: list = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        # the plans read levels and rates one at a time: bisection on lists beats numpy's calls there
-        self.level_list, self.rate_list = np.asarray(self.levels).tolist(), np.asarray(self.rates).tolist()
+        self.levels, self.rates = np.asarray(self.levels).tolist(), np.asarray(self.rates).tolist()
 
     def index(self, ceiling: float) -> int:
         """The position of the largest level <= ceiling (-1 if none)."""
-        return bisect_right(self.level_list, ceiling) - 1
+        return bisect_right(self.levels, ceiling) - 1
 
     def rate(self, level: int) -> float:
-        return self.rate_list[bisect_left(self.level_list, level)]
+        return self.rates[bisect_left(self.levels, level)]
 
     def fit(self, ceiling: float) -> int:
         """The largest level <= ceiling (0 if none)."""
         i = self.index(ceiling)
-        return self.level_list[i] if i >= 0 else 0
+        return self.levels[i] if i >= 0 else 0
 
     def next_level(self) -> int:
         """The level above ``gpus`` (``gpus`` itself at the top)."""
-        i = bisect_right(self.level_list, self.gpus)
-        return self.level_list[i] if i < len(self.level_list) else self.gpus
+        i = bisect_right(self.levels, self.gpus)
+        return self.levels[i] if i < len(self.levels) else self.gpus
 
 
 @dataclass
@@ -169,7 +167,7 @@ def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, a
         alloc[nxt] = 0
     keys = sorted(P)
     window = keys[bisect_left(keys, start):bisect_left(keys, A)]
-    levels = [q for q in job.level_list if q <= total]
+    levels = [q for q in job.levels if q <= total]
     alloc = {**dict.fromkeys(window, 0), **alloc}  # every period's count, 0 unless set
     found = _level_walk(P, window, A, job, need, levels)
     if found is not None:
@@ -194,10 +192,10 @@ def _level_walk(P: dict, window: list, A: float, job: PlanJob, need: float,
     q a period of f free GPUs runs the largest level <= min(q, f), i.e. position min(q's, f's)."""
     if not window:
         return None
-    levels_of = job.level_list
+    levels_of = job.levels
     fits = [bisect_right(levels_of, P[k]) - 1 for k in window]
     seconds = [b - a for a, b in zip(window, window[1:])] + [job.deadline - window[-1]]
-    rates = job.rate_list
+    rates = job.rates
     q_prev = 0
     for qi, q in enumerate(levels):
         back = 0.0
@@ -217,7 +215,7 @@ def _forward(P: dict, orig: dict, keys: list, alloc: dict, now: float, start: fl
     """Lay the plan forward from ``start``: level ``q_prev`` before ``point``, ``q`` from it."""
     ks = keys[bisect_left(keys, start):bisect_right(keys, A)]
     before, after = job.index(q_prev), job.index(q)
-    levels, rates = job.level_list, job.rate_list
+    levels, rates = job.levels, job.rates
     end = None
     for i in range(1, len(ks)):
         lat, e = ks[i - 1], ks[i]
@@ -277,7 +275,7 @@ def _after_deadline(P: dict, orig: dict, alloc: dict, now: float, start: float, 
         need -= iters
         P[lat] -= q
         lat = e
-    q = job.fit(min(total, job.level_list[-1]))
+    q = job.fit(min(total, job.levels[-1]))
     alloc[lat] = q
     real_end = math.ceil(lat + need / job.rate(q))
     end = align(now, real_end, slot)

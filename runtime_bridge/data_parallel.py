@@ -73,15 +73,21 @@ def _join(rank: int, device_type: str, scale: int, threads: int, folder: str) ->
 
 def _worker(rank: int, spec: dict, device_type: str, scale: int, steps: int, seconds: float, warmup: int,
             threads: int, folder: str) -> None:
+    _in_group(rank, device_type, scale, threads, folder, _measure, spec, steps, seconds, warmup)
+
+
+def _in_group(rank: int, device_type: str, scale: int, threads: int, folder: str, body, *args) -> None:
+    """``body(rank, device, *args, folder)`` in the process group of ``scale`` ranks, then leave it
+    with every rank (:func:`_leave_together`, :func:`_leave`)."""
     device = _join(rank, device_type, scale, threads, folder)
     try:
-        _measure(rank, spec, device, steps, seconds, warmup, folder)
+        body(rank, device, *args, folder)
         _leave_together(rank, scale, folder)
     finally:
         _leave()
 
 
-def _measure(rank: int, spec: dict, device: torch.device, steps: int, seconds: float, warmup: int,
+def _measure(rank: int, device: torch.device, spec: dict, steps: int, seconds: float, warmup: int,
              folder: str) -> None:
     workload = make_workload(**spec, device=device, rank=rank)
     workload.data_parallel()
@@ -100,8 +106,8 @@ def _measure(rank: int, spec: dict, device: torch.device, steps: int, seconds: f
 def _leave() -> None:
     """Free the training objects, then the process group, while the interpreter still runs: the
     ``DistributedDataParallel`` module sits in reference cycles and holds the group, so without a
-    collection here the group's gloo threads were torn down during interpreter shutdown, which
-    aborted a rank now and then (SIGABRT, "terminate called without an active exception")."""
+    collection here the group's gloo threads were torn down during interpreter shutdown, the likely
+    cause of a rank's rare abort (SIGABRT, "terminate called without an active exception")."""
     gc.collect()
     dist.destroy_process_group()
 
@@ -136,15 +142,10 @@ def train_data_parallel_lease(spec: WorkloadSpec, device_type: str, scale: int, 
 
 def _lease_worker(rank: int, spec: dict, device_type: str, scale: int, checkpoint: str, steps: int | None,
                   seconds: float | None, threads: int, folder: str) -> None:
-    device = _join(rank, device_type, scale, threads, folder)
-    try:
-        _lease(rank, spec, device, checkpoint, steps, seconds, folder)
-        _leave_together(rank, scale, folder)
-    finally:
-        _leave()
+    _in_group(rank, device_type, scale, threads, folder, _lease, spec, checkpoint, steps, seconds)
 
 
-def _lease(rank: int, spec: dict, device: torch.device, checkpoint: str, steps: int | None, seconds: float | None,
+def _lease(rank: int, device: torch.device, spec: dict, checkpoint: str, steps: int | None, seconds: float | None,
            folder: str) -> None:
     workload = make_workload(**spec, device=device, rank=rank)
     workload.resume(checkpoint)
