@@ -38,9 +38,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from optim import Model, SolveOptions, Status, solve
+from optim.sparse import scipy_sparse as sp
 
 from .problem import ProblemError
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sp
 
 from optim import CsrArrays, Model, Result, VarBlock
 from optim.sparse import expand_pointers
+from optim.sparse import scipy_sparse as sp
 
 from .classes import MergedProblem
 from .problem import Allocation, AllocationProblem

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sp
 
 from optim import Capability, Model, Result, SolveOptions, Status, get_backend, solve
+from optim.sparse import scipy_sparse as sp
 
 from .problem import ProblemError
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-import scipy.sparse as sp
 
 from optim import CsrArrays, Model, Result
+from optim.sparse import scipy_sparse as sp
 
 from . import combinations
 from .combinations import Combinations

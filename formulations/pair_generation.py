@@ -33,6 +33,7 @@ import numpy as np
 from optim import CanonicalModel, Model, ModelError, Result, SolveOptions, Status, get_backend, solve
 from optim.backends.column_masters import NewColumns
 from optim.column_generation import PRICING_TOL, generate_columns
+from optim.sparse import transpose_times
 
 from .problem import Allocation, AllocationProblem, JobPairs
 from .rates import pair_runnable, runnable
@@ -150,7 +151,7 @@ def solve_packed(problem: AllocationProblem, build: Callable[[AllocationProblem]
     values = _final_columns(gen.result.x, master, final, m, np.concatenate([np.zeros(0, dtype=np.int64), *cells]))
     result = dataclasses.replace(
         gen.result, x=values, objective=final.objective_value(values), blocks=final.blocks,
-        reduced_costs=final.c - final.A.T @ gen.result.row_duals, notes=[*gen.result.notes, info.note()],
+        reduced_costs=final.c - transpose_times(final.A, gen.result.row_duals), notes=[*gen.result.notes, info.note()],
     )
     if gen.timed_out:
         result = dataclasses.replace(result, status=Status.TIME_LIMIT, bound=None, row_duals=None, reduced_costs=None)
@@ -180,7 +181,7 @@ class _PairPricer:
         m, n = self.problem.num_jobs, self.problem.num_types
         x = master.blocks["x"]
         singles = np.arange(x.start, x.start + m * n)
-        self.single_A, self.single_c = master.A[:, singles].T.tocsr(), master.c[singles]
+        self.single_A, self.single_c = master.A.scipy()[:, singles].T.tocsr(), master.c[singles]
         self.cap, self.time = master.row_blocks["capacity"], master.row_blocks["time_budget"]
         self.sign = 1.0 if master.sense == "max" else -1.0
 
@@ -240,7 +241,7 @@ def _pair_columns(model: CanonicalModel, master: CanonicalModel, m: int, cells: 
     _check_rows(model, master)
     x = model.blocks["x"]
     columns = x.start + m * x.shape[1] + cells
-    return NewColumns(model.A[:, columns], model.c[columns], model.col_hi[columns])
+    return NewColumns(model.A.scipy()[:, columns], model.c[columns], model.col_hi[columns])
 
 
 def _check_rows(model: CanonicalModel, master: CanonicalModel) -> None:

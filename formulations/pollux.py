@@ -45,9 +45,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from optim import Model, OptimError, SolveOptions, Status, solve
+from optim.sparse import scipy_sparse as sp
 
 #: Pollux's fairness exponent and offset
 P = -1.0

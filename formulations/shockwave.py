@@ -36,9 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from optim import Model, Result
+from optim.sparse import scipy_sparse as sp
 
 from .problem import ProblemError
 

@@ -47,7 +47,6 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from optim import (
     Model,
@@ -58,6 +57,7 @@ from optim import (
     VarBlock,
     solve,
 )
+from optim.sparse import scipy_sparse as sp
 
 from . import combinations
 from .combinations import Combinations

@@ -30,11 +30,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from .canonical import CanonicalModel
 from .errors import CapabilityError
 from .sparse import distinct_rows
+from .sparse import scipy_sparse as sp
 
 #: a row or column with more entries than this couples blocks
 WIDE = 32
@@ -92,7 +92,7 @@ def block_structure(model: CanonicalModel) -> BlockLP:
 
     if model.integrality.any() or model.log_terms is not None or model.hyperbolic is not None:
         raise CapabilityError("block: only linear programs")
-    A = sp.csr_matrix(model.A)
+    A = model.A.scipy().tocsr()
     lo, hi = model.row_lo.astype(float), model.row_hi.astype(float)
     if (lo == hi).any():
         raise CapabilityError("block: equality rows are not supported")

@@ -8,12 +8,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import scipy.sparse as sp
 
 from .capabilities import Capability
+from .sparse import CscArrays
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 Sense = Literal["min", "max"]
 
@@ -96,6 +99,8 @@ class HyperbolicCones:
 
     def with_columns(self, n: int) -> HyperbolicCones:
         """The same cones over ``n >= U.shape[1]`` columns (new columns unused)."""
+        import scipy.sparse as sp
+
         U = sp.csr_matrix((self.U.data, self.U.indices, self.U.indptr), shape=(self.size, n))
         V = sp.csr_matrix((self.V.data, self.V.indices, self.V.indptr), shape=(self.size, n))
         return HyperbolicCones(U, self.u_offset, V, self.v_offset, self.k)
@@ -114,7 +119,7 @@ class CanonicalModel:
     sense: Sense
     c: np.ndarray
     offset: float
-    A: sp.csc_matrix
+    A: CscArrays
     row_lo: np.ndarray
     row_hi: np.ndarray
     col_lo: np.ndarray
@@ -228,10 +233,12 @@ class CanonicalModel:
         """
         n = self.num_vars + new_cols
         indptr = np.concatenate([self.A.indptr, np.full(new_cols, self.A.indptr[-1])])
-        A = sp.csc_matrix((self.A.data, self.A.indices, indptr), shape=(self.num_rows, n))
+        A = CscArrays(self.A.data, self.A.indices, indptr, (self.num_rows, n))
         row_lo, row_hi = self.row_lo, self.row_hi
         if rows is not None:
-            A = sp.vstack([A, sp.csc_matrix(rows)], format="csc")
+            import scipy.sparse as sp
+
+            A = CscArrays.of(sp.vstack([A.scipy(), rows], format="csc"))
             row_lo = np.concatenate([row_lo, lo])
             row_hi = np.concatenate([row_hi, hi])
         zeros = np.zeros(new_cols)

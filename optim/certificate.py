@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .canonical import CanonicalModel
+from .sparse import transpose_times
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def lp_dual_bound(model: CanonicalModel, row_duals: np.ndarray, zero_tol: float 
     """
     upper = model.sense == "max"
     y = np.where(np.abs(row_duals) <= zero_tol, 0.0, row_duals)
-    r = model.c - model.A.T @ y
+    r = model.c - transpose_times(model.A, y)
     r = np.where(np.abs(r) <= zero_tol, 0.0, r)
     return (
         model.offset

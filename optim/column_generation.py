@@ -27,6 +27,7 @@ from .model import Model
 from .options import SolveOptions
 from .result import Result, Status, Timings
 from .solve import solve
+from .sparse import CscArrays, transpose_times
 from .tally import add_solve
 
 #: a held column must improve the objective by more than this per unit to be priced in
@@ -130,7 +131,7 @@ def solve_by_column_generation(
     batch = batch or max(500, 2 * canon.num_rows)
 
     def price(y: np.ndarray) -> NewColumns | None:
-        reduced = sign * (canon.c - canon.A.T @ y)
+        reduced = sign * (canon.c - transpose_times(canon.A, y))
         candidates = np.flatnonzero(held & (reduced > PRICING_TOL))
         if candidates.size == 0:
             return None
@@ -138,7 +139,7 @@ def solve_by_column_generation(
             candidates = candidates[np.argpartition(-reduced[candidates], batch)[:batch]]
         held[candidates] = False
         order.append(candidates)
-        return NewColumns(canon.A[:, candidates], canon.c[candidates], canon.col_hi[candidates])
+        return NewColumns(canon.A.scipy()[:, candidates], canon.c[candidates], canon.col_hi[candidates])
 
     gen = generate_columns(_restrict(canon, order[0]), price, be, options, max_rounds)
     if gen.stopped is not None and not gen.timed_out:
@@ -160,13 +161,13 @@ def solve_by_column_generation(
                                    row_duals=None, reduced_costs=None, objective=canon.objective_value(x),
                                    notes=[*master.notes, f"{note}; {gen.stopped}: feasible, not proven optimal"])
     return dataclasses.replace(
-        master, x=x, reduced_costs=canon.c - canon.A.T @ master.row_duals, blocks=canon.blocks,
+        master, x=x, reduced_costs=canon.c - transpose_times(canon.A, master.row_duals), blocks=canon.blocks,
         objective=canon.objective_value(x), notes=[*master.notes, note],
     )
 
 
 def _restrict(model: CanonicalModel, keep: np.ndarray) -> CanonicalModel:
     return dataclasses.replace(
-        model, c=model.c[keep], A=model.A[:, keep], col_lo=model.col_lo[keep], col_hi=model.col_hi[keep],
-        integrality=model.integrality[keep], blocks={},
+        model, c=model.c[keep], A=CscArrays.of(model.A.scipy()[:, keep]), col_lo=model.col_lo[keep],
+        col_hi=model.col_hi[keep], integrality=model.integrality[keep], blocks={},
     )

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from .canonical import CanonicalModel
+from .sparse import scipy_sparse as sp
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,8 @@ def model_delta(old: CanonicalModel, new: CanonicalModel) -> ModelDelta:
     old_cols, new_cols = _match_columns(old, new)
     old_rows, new_rows = _match_rows(old, new)
     # the persisting block of each matrix, both indexed by persisting position (k_row, k_col)
-    old_sub = _submatrix(old.A, old_rows, old_cols)
-    new_sub = _submatrix(new.A, new_rows, new_cols)
+    old_sub = _submatrix(old.A.scipy(), old_rows, old_cols)
+    new_sub = _submatrix(new.A.scipy(), new_rows, new_cols)
     diff = (new_sub - old_sub).tocoo()
     changed = diff.data != 0
     rows, cols = diff.row[changed].astype(np.int64), diff.col[changed].astype(np.int64)

@@ -25,16 +25,19 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from .canonical import CanonicalModel, HyperbolicCones, LogTerms, Sense, VarBlock, VarType
 from .errors import ModelError
-from .sparse import CsrArrays, csc_from_triplets, expand_pointers
+from .sparse import CsrArrays, csc_from_triplets, expand_pointers, is_scipy_sparse
 from .tally import add_build
 
-MatrixLike = np.ndarray | sp.spmatrix | sp.sparray | CsrArrays | float | int
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+    MatrixLike = np.ndarray | sp.spmatrix | sp.sparray | CsrArrays | float | int
 
 
 def _block_triplets(mat: MatrixLike, nrows: int, block: VarBlock, where: str) -> Triplets:
@@ -49,7 +52,7 @@ def _block_triplets(mat: MatrixLike, nrows: int, block: VarBlock, where: str) ->
     if isinstance(mat, CsrArrays):
         shape = mat.shape
         row, col, val = mat.rows(), mat.indices, mat.data
-    elif sp.issparse(mat):
+    elif is_scipy_sparse(mat):
         shape = mat.shape
         if mat.format == "csr":
             row, col, val = expand_pointers(mat.indptr), mat.indices, mat.data
@@ -117,6 +120,8 @@ class _ConeBlock:
 
 def _csr(parts: list[Triplets], shape: tuple[int, int]) -> sp.csr_matrix:
     """One CSR matrix from (row, column, value) triplets (duplicates summed)."""
+    import scipy.sparse as sp
+
     rows, cols, vals = (np.concatenate(p) for p in zip(*parts))
     mat = sp.csr_matrix((vals, (rows, cols)), shape=shape)
     mat.eliminate_zeros()
@@ -354,6 +359,8 @@ class Model:
                 cidx.append(cc)
                 v.append(vv)
                 base += wt.shape[0]
+            import scipy.sparse as sp
+
             G = sp.csr_matrix(
                 (np.concatenate(v), (np.concatenate(r), np.concatenate(cidx))), shape=(base, n)
             )
@@ -431,5 +438,5 @@ def _unique_keys(keys, count: int, where: str) -> np.ndarray:
 def _infer_rows(mat: MatrixLike) -> int:
     if np.isscalar(mat):
         return 1
-    shape = mat.shape if isinstance(mat, CsrArrays) or sp.issparse(mat) else np.shape(mat)
+    shape = mat.shape if isinstance(mat, CsrArrays) or is_scipy_sparse(mat) else np.shape(mat)
     return 1 if len(shape) == 1 else int(shape[0])

@@ -21,12 +21,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from .backends.base import Backend
 from .canonical import CanonicalModel
 from .options import SolveOptions
 from .result import Result, Status, Timings
+from .sparse import scipy_sparse as sp
+from .sparse import transpose_times
 
 #: smallest argument allowed inside a log (keeps the tangent slopes finite)
 LOG_DOMAIN_EPS = 1e-9
@@ -175,7 +176,7 @@ def solve_log_by_tangent_cuts(model: CanonicalModel, backend: Backend, options: 
     )
     if best.row_duals is not None:
         result.row_duals = best.row_duals[: model.num_rows].copy()
-        result.reduced_costs = model.c - model.A.T @ result.row_duals
+        result.reduced_costs = model.c - transpose_times(model.A, result.row_duals)
     result.notes.append(
         f"log terms by tangent cuts on {backend.spec}: {round_} rounds, {total_cuts} cuts, "
         f"relative gap {gap:.2e} (target {target:.0e})"

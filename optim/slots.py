@@ -108,7 +108,8 @@ class Entities:
         total = np.zeros(which.size, dtype=np.uint64)
         bad = np.zeros(which.size, dtype=bool)
         # entries of the entities' columns
-        sub = model.A[:, cols].tocoo()
+        A = model.A.scipy()
+        sub = A[:, cols].tocoo()
         c, r, v = cols[sub.col], sub.row, sub.data
         owner = rank[self.col[c]]
         inside = self.row[r] == self.col[c]
@@ -118,7 +119,7 @@ class Entities:
         where = np.where(inside, local_row[r], row_live[r])
         np.add.at(total, owner, _token(np.where(inside, 1, 2), local[c], where, v.view(np.int64)))
         # entries of the entities' rows in columns outside them
-        sub = model.A[rows, :].tocoo() if rows.size else model.A[:0, :].tocoo()
+        sub = A[rows, :].tocoo() if rows.size else A[:0, :].tocoo()
         r, c, v = rows[sub.row], sub.col, sub.data
         owner = rank[self.row[r]]
         outside = self.col[c] != self.row[r]

@@ -1,17 +1,43 @@
-"""Sparse assembly without scipy's per-constructor checks on the hot path.
+"""Sparse assembly without scipy on the hot path.
 
 Small models are built and solved hundreds of times per simulation; scipy's COO
-constructors and conversions cost tens of microseconds each in index-dtype checks. These
-helpers do the same work with a handful of numpy calls.
+constructors and conversions cost tens of microseconds each in index-dtype checks, and
+importing ``scipy.sparse`` costs a command-line run about 0.09 s of CPU. These helpers do the
+same work with a handful of numpy calls, and import scipy only when asked for a scipy matrix.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+import sys
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+
+class _LazyScipySparse:
+    """``scipy.sparse``, imported on the first attribute read: the modules that build matrices
+    with it (the MILPs, Pollux, Shockwave) name it at the top, and a run that never builds one
+    never imports it."""
+
+    def __getattr__(self, name: str):
+        import scipy.sparse
+
+        return getattr(scipy.sparse, name)
+
+
+#: ``from optim.sparse import scipy_sparse as sp`` in place of ``import scipy.sparse as sp``
+scipy_sparse = _LazyScipySparse()
+
+
+def is_scipy_sparse(obj) -> bool:
+    """``scipy.sparse.issparse(obj)`` without importing scipy: an object can only be a scipy
+    matrix if scipy.sparse is loaded."""
+    module = sys.modules.get("scipy.sparse")
+    return module is not None and module.issparse(obj)
 
 
 class CsrArrays(NamedTuple):
@@ -34,6 +60,8 @@ class CsrArrays(NamedTuple):
 
     def to_csr(self) -> sp.csr_matrix:
         """The scipy matrix (it checks the arrays)."""
+        import scipy.sparse as sp
+
         return sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
 
     def rows(self) -> np.ndarray:
@@ -45,8 +73,59 @@ class CsrArrays(NamedTuple):
         return np.bincount(self.indices, weights=self.data, minlength=self.shape[1])
 
 
+class CscArrays(NamedTuple):
+    """A canonical CSC matrix as bare arrays (what :class:`~optim.canonical.CanonicalModel`
+    holds): column j holds ``data[indptr[j]:indptr[j+1]]`` in rows ``indices[...]``, sorted and
+    distinct within a column. Clarabel and HiGHS read the arrays as they are;
+    :meth:`scipy` gives the scipy matrix to the code that slices or stacks."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+    @classmethod
+    def of(cls, matrix) -> CscArrays:
+        """The canonical CSC arrays of a scipy sparse matrix (or of CSC arrays, as they are)."""
+        if isinstance(matrix, CscArrays):
+            return matrix
+        csc = matrix.tocsc(copy=True)
+        csc.sum_duplicates()
+        return cls(csc.data.astype(float, copy=False), csc.indices.astype(np.int32, copy=False),
+                   csc.indptr.astype(np.int32, copy=False), (int(csc.shape[0]), int(csc.shape[1])))
+
+    @property
+    def has_canonical_format(self) -> bool:
+        """Always: sorted, distinct rows per column (Clarabel asks)."""
+        return True
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.shape[0])
+
+    def columns(self) -> np.ndarray:
+        """The column index of every stored entry (its COO ``col``)."""
+        return expand_pointers(self.indptr)
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        """``A @ x`` for a vector ``x``."""
+        return np.bincount(self.indices, weights=self.data * x[self.columns()], minlength=self.shape[0])
+
+    def scipy(self) -> sp.csc_matrix:
+        """The scipy matrix (it checks the arrays; imports scipy)."""
+        import scipy.sparse as sp
+
+        return sp.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+
+    def toarray(self) -> np.ndarray:
+        """The dense matrix."""
+        dense = np.zeros(self.shape)
+        dense[self.indices, self.columns()] = self.data
+        return dense
+
+
 def csc_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int],
-                      distinct: bool = False) -> sp.csc_matrix:
+                      distinct: bool = False) -> CscArrays:
     """The canonical CSC matrix of ``sum`` of ``(row, col, value)`` triplets: entries sorted
     by column then row, duplicates summed, zeros dropped (``distinct``: the caller knows
     there are neither, so only the sort is done)."""
@@ -64,7 +143,7 @@ def csc_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shap
             r, c, v = r[keep], c[keep], v[keep]
     indptr = np.zeros(shape[1] + 1, dtype=np.int32)
     np.cumsum(np.bincount(c, minlength=shape[1]), out=indptr[1:])
-    return sp.csc_matrix((v.astype(float), r.astype(np.int32), indptr), shape=shape)
+    return CscArrays(v.astype(float), r.astype(np.int32), indptr, (int(shape[0]), int(shape[1])))
 
 
 def expand_pointers(indptr: np.ndarray) -> np.ndarray:
@@ -73,14 +152,9 @@ def expand_pointers(indptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(indptr.size - 1), indptr[1:] - indptr[:-1])
 
 
-def csc_columns(A: sp.csc_matrix) -> np.ndarray:
-    """The column index of every stored entry of a CSC matrix (its COO ``col``)."""
-    return expand_pointers(A.indptr)
-
-
-def transpose_times(A: sp.csc_matrix, y: np.ndarray) -> np.ndarray:
+def transpose_times(A: CscArrays, y: np.ndarray) -> np.ndarray:
     """``A.T @ y`` for a CSC matrix without building the transpose."""
-    return np.bincount(csc_columns(A), weights=A.data * y[A.indices], minlength=A.shape[1])
+    return np.bincount(A.columns(), weights=A.data * y[A.indices], minlength=A.shape[1])
 
 
 def distinct_rows(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

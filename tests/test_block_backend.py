@@ -37,7 +37,7 @@ def test_block_solves_at_the_size_of_the_distinct_jobs_and_returns_clarabels_poi
     assert block.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-8)
     assert np.abs(block.value("x") - clarabel.value("x")).max() < 1e-5  # the same central point
     assert block.bound == pytest.approx(block.objective, rel=1e-7)
-    assert np.abs(canon.c - canon.A.T @ block.row_duals - block.reduced_costs).max() < 1e-12
+    assert np.abs(canon.c - canon.A.scipy().T @ block.row_duals - block.reduced_costs).max() < 1e-12
 
 
 def test_a_model_without_blocks_is_solved_by_clarabel_and_says_so():

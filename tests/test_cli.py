@@ -1,5 +1,7 @@
 import json
 import re
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -176,3 +178,20 @@ def test_allox_names_a_multi_gpu_job():
 def test_prices_are_checked_against_the_cluster():
     _one_line_error(run("solve", "--example", "--policy", "max_sum_throughput_normalized_by_cost_perf",
                         "--prices", "v100=2"), "no price for", "p100")
+
+
+def test_linear_programs_run_without_importing_scipy(tmp_path):
+    """Importing scipy.sparse costs a command-line run about 0.09 s of CPU (``benchmarks/README.md``):
+    the LP policies on HiGHS and Clarabel, simulated or solved once, must not need it."""
+    runs = [["simulate", "--example", "--policy", "max_min_fairness_perf", "--solver", "clarabel", "--gavel-compat",
+             "--no-progress", "--out", str(tmp_path / "out")],
+            ["solve", "--example", "--solver", "highs"],
+            ["solve", "--example", "--policy", "max_sum_throughput_perf", "--solver", "clarabel"]]
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom schedopt.cli import app\n"
+            f"for args in {runs!r}:\n"
+            "    res = CliRunner().invoke(app, args)\n"
+            "    assert res.exit_code == 0, res.output\n"
+            "print(sorted(name for name in sys.modules if name.startswith('scipy')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

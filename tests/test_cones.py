@@ -69,7 +69,7 @@ def test_hand_computed_cone_program_on_every_soc_backend(backend):
     assert not res.notes
     assert res.row_duals is not None
     assert res.row_duals[0] == pytest.approx(-1.5, rel=1e-3)
-    np.testing.assert_allclose(model.canonical().c, model.canonical().A.T @ res.row_duals + res.reduced_costs)
+    np.testing.assert_allclose(model.canonical().c, model.canonical().A.scipy().T @ res.row_duals + res.reduced_costs)
 
 
 @pytest.mark.parametrize("backend", NO_SOC_BACKENDS)

@@ -152,3 +152,27 @@ def test_distinct_rows_sorts_exactly_when_distinct_rows_share_a_projection():
     assert len(set((data @ w).tolist())) == 1
     first, label, count = distinct_rows(data)
     assert first.tolist() == [0, 1] and label.tolist() == [0, 1, 0, 1] and count.tolist() == [2, 2]
+
+
+@given(st.integers(0, 6), st.integers(0, 6), st.integers(0, 30), st.integers(0, 2**32 - 1))
+def test_csc_arrays_equal_scipy_on_duplicates_zeros_and_products(m, n, k, seed):
+    """The canonical matrix of triplets (duplicates summed, zeros dropped), its products, and
+    ``CscArrays.of`` a scipy matrix, against scipy and dense numpy."""
+    from optim.sparse import CscArrays, csc_from_triplets, transpose_times
+
+    rng = np.random.default_rng(seed)
+    rows, cols = rng.integers(0, max(m, 1), k) if m else np.zeros(0, int), rng.integers(0, max(n, 1), k)
+    if not (m and n):
+        rows, cols = rows[:0], cols[:0]
+    vals = rng.choice([-1.0, 0.0, 0.5, 2.0], size=rows.size)
+    A = csc_from_triplets(rows, cols, vals, (m, n))
+    dense = sp.coo_matrix((vals, (rows, cols)), shape=(m, n)).toarray()
+    assert np.array_equal(A.toarray(), dense) and np.array_equal(A.scipy().toarray(), dense)
+    assert A.nnz == np.count_nonzero(dense) and A.has_canonical_format
+    for j in range(n):  # sorted, distinct rows in each column
+        assert (np.diff(A.indices[A.indptr[j]:A.indptr[j + 1]]) > 0).all()
+    x, y = rng.normal(size=n), rng.normal(size=m)
+    np.testing.assert_allclose(A @ x, dense @ x, atol=1e-12)
+    np.testing.assert_allclose(transpose_times(A, y), dense.T @ y, atol=1e-12)
+    again = CscArrays.of(sp.coo_matrix((vals, (rows, cols)), shape=(m, n)))
+    assert np.array_equal(again.toarray(), dense) and again.shape == (m, n)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem
 from formulations.rates import pair_runnable, runnable
+from optim.sparse import scipy_sparse as sp
 
 
 class HeuristicPolicy(Policy):

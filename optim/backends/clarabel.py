@@ -15,13 +15,12 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..canonical import CanonicalModel
 from ..capabilities import Capability
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
-from ..sparse import csc_columns, csc_from_triplets, transpose_times
+from ..sparse import CscArrays, csc_from_triplets, transpose_times
 from .base import Backend, stopwatch
 
 
@@ -60,9 +59,9 @@ class ClarabelBackend(Backend):
 
 
 @functools.lru_cache(maxsize=64)
-def _zero_square(n: int) -> sp.csc_matrix:
+def _zero_square(n: int) -> CscArrays:
     """The (n, n) zero matrix (LPs and SOCPs have no quadratic term); Clarabel only reads it."""
-    return sp.csc_matrix((n, n))
+    return CscArrays(np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(n + 1, dtype=np.int32), (n, n))
 
 
 @functools.cache
@@ -97,7 +96,7 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
     counts = [int(np.count_nonzero(mask)) for mask in (eq, fixed, up, lw, cl, cu)]
     starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
     A = model.A
-    a_rows, a_cols = A.indices, csc_columns(A)
+    a_rows, a_cols = A.indices, A.columns()
     rows, cols, vals = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
     for mask, slot, sign in ((eq, 0, 1.0), (up, 2, 1.0), (lw, 3, -1.0)):
         if counts[slot] == m:  # every row: positions follow the rows
@@ -124,6 +123,8 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
         cones.append(clarabel.NonnegativeConeT(int(starts[6] - starts[2])))
     total = int(starts[6])
     if model.hyperbolic is not None:
+        import scipy.sparse as sp
+
         h = model.hyperbolic
         U, V = h.U.tocsr(), h.V.tocsr()
         soc = sp.vstack([-(U + V), -(U - V), sp.csr_matrix((h.size, n))]).tocsr()
@@ -136,7 +137,7 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
         cones += [clarabel.SecondOrderConeT(3)] * h.size
         total += 3 * h.size
     matrix = csc_from_triplets(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (total, n),
-                               distinct=model.hyperbolic is None and A.has_canonical_format)
+                               distinct=model.hyperbolic is None)
     return _ConicForm(matrix, np.concatenate(b), cones, np.flatnonzero(eq), np.flatnonzero(up), np.flatnonzero(lw),
                       starts[2])
 

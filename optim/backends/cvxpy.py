@@ -16,6 +16,7 @@ from ..canonical import CanonicalModel
 from ..capabilities import Capability
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
+from ..sparse import transpose_times
 from .base import Backend, split_rows, stopwatch
 from .highs import highs_lp_method, quiet_banner
 
@@ -125,7 +126,7 @@ def _translate(model: CanonicalModel):
     bounded = np.isfinite(model.col_lo).any() or np.isfinite(model.col_hi).any()
     bounds = [model.col_lo, model.col_hi] if bounded else None
     x = cp.Variable(n, integer=integer, bounds=bounds) if n else cp.Variable(0)
-    A = model.A.tocsr()
+    A = model.A.scipy().tocsr()
     index, sense, rhs = split_rows(model)
     groups = {}
     constraints = []
@@ -206,5 +207,5 @@ def _read_result(problem, x, groups, model: CanonicalModel, timings: Timings, ba
         lam = np.asarray(con.dual_value, dtype=float).reshape(-1)
         duals[rows] += {"=": sign, "<": sign, ">": -sign}[key] * lam
     result.row_duals = duals
-    result.reduced_costs = model.c - model.A.T @ duals
+    result.reduced_costs = model.c - transpose_times(model.A, duals)
     return result

@@ -13,6 +13,7 @@ from ..canonical import CanonicalModel
 from ..capabilities import Capability
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
+from ..sparse import transpose_times
 from .base import Backend, LiveModel, split_rows, stopwatch
 
 #: gurobipy's error code for "Model too large for size-limited license"
@@ -91,7 +92,7 @@ def _translate(model: CanonicalModel, options: SolveOptions):
     vtype = np.where(model.integrality, GRB.INTEGER, GRB.CONTINUOUS)
     x = m.addMVar(model.num_vars, lb=model.col_lo, ub=model.col_hi, vtype=vtype)
     index, sense, rhs = split_rows(model)
-    rows = m.addMConstr(model.A.tocsr()[index], x, sense, rhs) if index.size else None
+    rows = m.addMConstr(model.A.scipy().tocsr()[index], x, sense, rhs) if index.size else None
     if model.hyperbolic is not None:
         cones = model.hyperbolic
         u = m.addMVar(cones.size, lb=0.0)
@@ -193,5 +194,5 @@ def _read_result(m, x, rows, index, model: CanonicalModel, timings: Timings, spe
                 result.notes.append(f"no row duals: Gurobi computed no QCP duals ({exc})")
                 return result
             result.row_duals = duals
-            result.reduced_costs = model.c - model.A.T @ duals
+            result.reduced_costs = model.c - transpose_times(model.A, duals)
     return result

@@ -21,6 +21,7 @@ from ..canonical import CanonicalModel
 from ..delta import ModelDelta
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
+from ..sparse import transpose_times
 from .base import LiveModel, one_sided, stopwatch
 from .gurobi import PIP_LICENSE_LIMITS, SIZE_LIMITED_LICENSE, apply_options, env, read_status
 
@@ -102,7 +103,7 @@ class GurobiLive(LiveModel):
             if constraints:
                 np.add.at(duals, owner, np.asarray(m.getAttr("Pi", constraints), dtype=float))
             result.row_duals = duals
-            result.reduced_costs = model.c - model.A.T @ duals
+            result.reduced_costs = model.c - transpose_times(model.A, duals)
         return result
 
     def _refused(self, exc, model: CanonicalModel, timings: Timings) -> Result:
@@ -119,7 +120,7 @@ class GurobiLive(LiveModel):
         index, sense, rhs = one_sided(model.row_lo[rows], model.row_hi[rows])
         if index.size == 0:
             return
-        block = model.A.tocsr()[rows[index]]
+        block = model.A.scipy().tocsr()[rows[index]]
         added = self._gurobi.addMConstr(block, gp.MVar.fromlist(self._vars.tolist()), sense, rhs).tolist()
         grouped: dict[int, list] = {}
         for k, constraint in zip(rows[index].tolist(), added):
@@ -150,7 +151,7 @@ class GurobiLive(LiveModel):
         kept[d.add_rows] = False
         kept[replaced] = False
         if d.add_cols.size:  # the new columns' entries in rows that stay
-            block = new.A[:, d.add_cols].tocoo()
+            block = new.A.scipy()[:, d.add_cols].tocoo()
             stay = kept[block.row]
             self._set_coefficients(block.row[stay], d.add_cols[block.col[stay]], block.data[stay])
         self._set_coefficients(d.new_rows[d.coef_rows], d.new_cols[d.coef_cols], d.coef_values, kept)

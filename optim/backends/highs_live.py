@@ -98,12 +98,12 @@ class HighsLive(LiveModel):
         base_col, base_row = self._cols.size, self._rows.size
         spare_row = np.full(model.num_rows, -1, dtype=np.int64)
         spare_row[rows] = base_row + np.arange(rows.size)
-        by_row = model.A.tocsr()[rows]
+        by_row = model.A.scipy().tocsr()[rows]
         shared = ent.col[by_row.indices] < 0
         starts = np.concatenate([[0], np.cumsum(shared)])[by_row.indptr[:-1]]
         _check(h.addRows(rows.size, np.full(rows.size, -np.inf), np.full(rows.size, np.inf), int(shared.sum()),
                          _int32(starts), _int32(by_row.indices[shared]), by_row.data[shared]), "addRows")
-        by_col = model.A[:, cols]
+        by_col = model.A.scipy()[:, cols]
         target = np.where(spare_row[by_col.indices] >= 0, spare_row[by_col.indices], by_col.indices)
         zeros = np.zeros(cols.size)
         _check(h.addCols(cols.size, zeros, zeros, zeros, by_col.nnz, _int32(by_col.indptr[:-1]), _int32(target),
@@ -163,7 +163,7 @@ class HighsLive(LiveModel):
         self._entities = entities
         row_pos = _positions(rows, new.num_rows)
         if add_cols.size:
-            block = new.A[:, add_cols]
+            block = new.A.scipy()[:, add_cols]
             live_row = row_pos[block.indices]
             keep = live_row >= 0
             starts = np.concatenate([[0], np.cumsum(keep)])[block.indptr[:-1]]
@@ -173,7 +173,7 @@ class HighsLive(LiveModel):
             cols = np.concatenate([cols, add])
         col_pos = _positions(cols, new.num_vars)
         if add_rows.size:
-            block = new.A.tocsr()[add_rows]
+            block = new.A.scipy().tocsr()[add_rows]
             add = add_rows
             _check(h.addRows(add.size, new.row_lo[add], new.row_hi[add], block.nnz, _int32(block.indptr[:-1]),
                              _int32(col_pos[block.indices]), block.data), "addRows")

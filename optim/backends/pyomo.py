@@ -14,6 +14,7 @@ from ..canonical import CanonicalModel
 from ..capabilities import Capability
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
+from ..sparse import transpose_times
 from .base import Backend, stopwatch
 from .highs import highs_lp_method, quiet_banner
 
@@ -108,7 +109,7 @@ def _translate(model: CanonicalModel):
         var.setub(None if hi[j] != hi[j] else hi[j])
         if integer[j]:
             var.domain = pyo.Integers
-    A = model.A.tocsr()
+    A = model.A.scipy().tocsr()
     indptr, indices, data = A.indptr.tolist(), A.indices.tolist(), A.data.tolist()
     row_lo = [None if not np.isfinite(v) else float(v) for v in model.row_lo]
     row_hi = [None if not np.isfinite(v) else float(v) for v in model.row_hi]
@@ -188,5 +189,5 @@ def _read_result(m, res, model: CanonicalModel, timings: Timings, backend: Pyomo
         for i, con in m.rows.items():
             duals[i] = m.dual.get(con, 0.0)
         result.row_duals = duals
-        result.reduced_costs = model.c - model.A.T @ duals
+        result.reduced_costs = model.c - transpose_times(model.A, duals)
     return result
