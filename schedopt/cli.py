@@ -231,7 +231,7 @@ def bench(
                        f"{r.programs:g}",
                        *(f"{1e3 * getattr(r, c):,.1f}" if pd.notna(getattr(r, c, None)) else "-"
                          for c in ("build_s", "translate_s", "solve_s", "total_wall_s")))
-    (console if console.is_terminal else Console(width=200)).print(result)
+    (console if console.is_terminal else Console(width=200, emoji=False)).print(result)
     left_out = len(frame) - len(publishable(frame))
     console.print(f"wrote {', '.join(str(p) for p in paths)}"
                   + (f" ({left_out} Gurobi row(s) shown above, never written: pip license terms)" if left_out else ""))

@@ -10,8 +10,10 @@ from rich.table import Table
 
 from simulator.reports import allocation_frame
 
-console = Console()
-err = Console(stderr=True)
+#: no emoji codes: a name or window such as ``jobs 100:300`` is printed as it is (and rich's
+#: emoji table is never loaded)
+console = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
 
 
 def print_allocation(allocation, show: int) -> None:
