@@ -8,6 +8,7 @@ on their scale factor of GPUs), so the policy owns its integer schedule.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,27 +19,43 @@ from formulations import ProblemError
 
 @dataclass(frozen=True)
 class EpochProfile:
-    """Every job's per-epoch batch sizes and isolated epoch durations (s), one flat array
-    each: job i's epochs are ``offsets[i]:offsets[i + 1]``."""
+    """Every job's per-epoch batch sizes and isolated epoch durations (s). Job i has
+    ``epochs[i]`` epochs. One that keeps its batch size runs every epoch at ``batch_size[i]``
+    in ``duration[i]``, so a trace of such jobs costs J numbers, not one per epoch (Gavel's
+    traces run to millions); one in ``varying`` has an array of each, ``(batch sizes,
+    durations)``."""
 
-    offsets: np.ndarray
-    batch_sizes: np.ndarray
-    durations: np.ndarray
+    epochs: np.ndarray
+    batch_size: np.ndarray
+    duration: np.ndarray
+    varying: Mapping[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
-    @property
-    def epochs(self) -> np.ndarray:
-        return np.diff(self.offsets)
+    @classmethod
+    def of_jobs(cls, jobs: list[tuple[np.ndarray, np.ndarray]]) -> EpochProfile:
+        """The profile of jobs each given as (batch sizes, durations) per epoch."""
+        varying = {i: (np.asarray(b, dtype=np.int64), np.asarray(d, dtype=float)) for i, (b, d) in enumerate(jobs)}
+        return cls(np.array([b.size for b, _ in varying.values()], dtype=np.int64),
+                   np.array([b[0] for b, _ in varying.values()], dtype=np.int64), np.zeros(len(jobs)), varying)
 
     def isolated_runtimes(self) -> np.ndarray:
         """Sum of each job's epoch durations: its isolated run time."""
-        epochs = self.epochs
-        owner = np.repeat(np.arange(epochs.size), epochs)
-        return np.bincount(owner, weights=self.durations, minlength=epochs.size)
+        runtimes = self.epochs * self.duration
+        for i, (_, durations) in self.varying.items():
+            runtimes[i] = durations.sum()
+        return runtimes
 
     def job(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """(batch sizes, durations) of job ``i``'s epochs."""
-        sl = slice(int(self.offsets[i]), int(self.offsets[i + 1]))
-        return self.batch_sizes[sl], self.durations[sl]
+        if i in self.varying:
+            return self.varying[i]
+        n = int(self.epochs[i])
+        return np.full(n, self.batch_size[i]), np.full(n, self.duration[i])
+
+    def batch_sizes_at(self, jobs: np.ndarray, epochs: np.ndarray) -> np.ndarray:
+        """The batch size of each of ``jobs`` in its epoch ``epochs`` (0-based)."""
+        varying, fixed = self.varying, self.batch_size
+        pairs = zip(jobs.tolist(), epochs.tolist())
+        return np.array([varying[i][0][e] if i in varying else fixed[i] for i, e in pairs], dtype=np.int64)
 
 
 @dataclass(frozen=True)

@@ -86,12 +86,7 @@ class AdaptiveJobs:
             with np.errstate(divide="ignore"):
                 varying[i] = (sched, np.where(rate > 0, (DATASET_SIZES[model] / sched) / rate, np.inf))
         self.batch_size = self.b0.copy()
-        offsets = np.concatenate([[0], np.cumsum(self.epochs)]).astype(np.int64)
-        batch_sizes, durations = np.repeat(self.b0, self.epochs), np.repeat(duration, self.epochs)
-        for i, (sched, durs) in varying.items():
-            batch_sizes[offsets[i]:offsets[i + 1]] = sched
-            durations[offsets[i]:offsets[i + 1]] = durs
-        self.profile = EpochProfile(offsets, batch_sizes, durations)
+        self.profile = EpochProfile(self.epochs.copy(), self.b0.copy(), duration, varying)
         self._pending = np.zeros(J, dtype=np.int64)
         #: some job changes its batch size
         self.adapting = bool(self.adapts.any())
@@ -142,7 +137,7 @@ class AdaptiveJobs:
             new = self._pending[moving]
         else:
             epoch = np.minimum(steps[moving] // self.spe[moving], self.epochs[moving] - 1)
-            new = self.profile.batch_sizes[self.profile.offsets[moving] + epoch]
+            new = self.profile.batch_sizes_at(moving, epoch)
         change = new != self.batch_size[moving]
         changed = []
         for i, b in zip(moving[change].tolist(), new[change].tolist()):

@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 from helpers import lp_backends
+from hypothesis import given
+from hypothesis import strategies as st
 
 from allocators.round_plans import EpochProfile
 from allocators.shockwave.remaining_time import RemainingTime
@@ -338,15 +340,13 @@ def test_profile_of_a_batch_size_the_table_lacks_is_the_one_the_job_keeps(adapti
 
 
 def test_isolated_runtime_of_a_job_does_not_depend_on_earlier_jobs():
-    profile = EpochProfile(np.array([0, 2, 5]), np.array([1, 1, 2, 2, 2]),
-                           np.array([np.inf, 1.0, 2.0, 3.0, 4.0]))
+    profile = EpochProfile.of_jobs([([1, 1], [np.inf, 1.0]), ([2, 2, 2], [2.0, 3.0, 4.0])])
     # job 1: 2 + 3 + 4 = 9
     assert profile.isolated_runtimes()[1] == 9.0
 
 
 def test_isolated_runtimes_and_job_slices():
-    profile = EpochProfile(np.array([0, 2, 5, 6]), np.array([8, 16, 4, 4, 8, 2]),
-                           np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
+    profile = EpochProfile.of_jobs([([8, 16], [1.0, 2.0]), ([4, 4, 8], [3.0, 4.0, 5.0]), ([2], [6.0])])
     np.testing.assert_array_equal(profile.epochs, [2, 3, 1])
     np.testing.assert_allclose(profile.isolated_runtimes(), [3.0, 12.0, 6.0])
     bs, dur = profile.job(1)
@@ -431,3 +431,29 @@ def test_published_predictor_uses_whole_second_epochs_of_at_least_one():
     # one epoch short, as published: after 1 epoch, 2 of the 3 left at the 9 / 4 s mean
     assert pred.predict(1) == pytest.approx(4.5)
     assert RemainingTime(np.full(4, 32), np.array([2.4, 2.5, 3.5, 0.3])).elapsed(4) == pytest.approx(8.7)
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 40), st.sampled_from([16, 32, 64]),
+                          st.floats(0.5, 500.0)), min_size=1, max_size=8), st.integers(0, 2**32 - 1))
+def test_a_job_that_keeps_its_batch_size_is_stored_as_three_numbers(jobs, seed):
+    """The compact profile (epochs, batch size, duration per static job; arrays per varying one)
+    answers as the same jobs listed epoch by epoch."""
+    rng = np.random.default_rng(seed)
+    listed, varying = [], {}
+    for i, (static, epochs, bs, dur) in enumerate(jobs):
+        if static:
+            listed.append((np.full(epochs, bs), np.full(epochs, dur)))
+        else:
+            varying[i] = (rng.choice([16, 32, 64], epochs), rng.uniform(0.5, 500.0, epochs))
+            listed.append(varying[i])
+    compact = EpochProfile(np.array([e for _, e, _, _ in jobs]), np.array([b for _, _, b, _ in jobs]),
+                           np.array([0.0 if i in varying else d for i, (_, _, _, d) in enumerate(jobs)]), varying)
+    full = EpochProfile.of_jobs(listed)
+    np.testing.assert_array_equal(compact.epochs, full.epochs)
+    np.testing.assert_allclose(compact.isolated_runtimes(), full.isolated_runtimes(), rtol=1e-13)
+    for i in range(len(jobs)):
+        for got, want in zip(compact.job(i), full.job(i), strict=True):
+            np.testing.assert_array_equal(got, want)
+    which = rng.integers(0, len(jobs), 10)
+    at = rng.integers(0, compact.epochs[which])
+    np.testing.assert_array_equal(compact.batch_sizes_at(which, at), full.batch_sizes_at(which, at))

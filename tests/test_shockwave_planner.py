@@ -34,10 +34,7 @@ def runs(*pieces):
 # --- 6. the round planner ------------------------------------------------------------------------
 
 def hand_profile(jobs: list[tuple[list[int], list[float]]]) -> EpochProfile:
-    epochs = [len(bs) for bs, _ in jobs]
-    return EpochProfile(np.concatenate([[0], np.cumsum(epochs)]).astype(np.int64),
-                        np.concatenate([np.asarray(bs, dtype=np.int64) for bs, _ in jobs]),
-                        np.concatenate([np.asarray(d, dtype=float) for _, d in jobs]))
+    return EpochProfile.of_jobs(jobs)
 
 
 #: six trace jobs: (per-epoch batch sizes, durations in s) and their GPU counts
