@@ -45,10 +45,6 @@ def _block_triplets(mat: MatrixLike, nrows: int, block: VarBlock, where: str) ->
 
     Compressed and COO matrices are read without building another scipy matrix (the
     constructors' checks dominate the build time of small models)."""
-    if np.isscalar(mat):
-        if nrows != 1:
-            raise ModelError(f"{where}: a scalar coefficient needs a single row, got {nrows}")
-        mat = np.full((1, block.size), float(mat))
     if isinstance(mat, CsrArrays):
         shape = mat.shape
         row, col, val = mat.rows(), mat.indices, mat.data
@@ -62,6 +58,10 @@ def _block_triplets(mat: MatrixLike, nrows: int, block: VarBlock, where: str) ->
             coo = mat.tocoo()
             row, col, val = coo.row, coo.col, coo.data
     else:
+        if np.isscalar(mat):
+            if nrows != 1:
+                raise ModelError(f"{where}: a scalar coefficient needs a single row, got {nrows}")
+            mat = np.full((1, block.size), float(mat))
         arr = np.asarray(mat, dtype=float)
         if arr.ndim == 1:
             arr = arr.reshape(1, -1)
@@ -80,6 +80,8 @@ def _broadcast(value, shape: tuple[int, ...], what: str) -> np.ndarray:
     """A fresh, flat float array of ``value`` broadcast to ``shape``."""
     if isinstance(value, (int, float)):
         return np.full(math.prod(shape), float(value))
+    if isinstance(value, np.ndarray) and value.shape == shape:  # nothing to broadcast
+        return value.astype(float).reshape(-1)
     try:
         return np.broadcast_to(np.asarray(value, dtype=float), shape).reshape(-1).copy()
     except ValueError as exc:
@@ -402,25 +404,23 @@ class Model:
 
     def _triplets(self, terms: Mapping[VarBlock, MatrixLike], nrows: int, where: str) -> Triplets:
         """(row, column, value) triplets of ``sum_b terms[b] @ x_b``, ``nrows`` rows."""
-        rows, cols, vals = [], [], []
+        parts = []
         for block, mat in terms.items():
             self._check_block(block, where)
             row, col, val = _block_triplets(mat, nrows, block, where)
-            rows.append(row)
-            cols.append(col + block.start)
-            vals.append(val)
-        if not rows:
+            parts.append((row, col + block.start, val))
+        if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-        if len(rows) > 1:
-            rows, cols, vals = [np.concatenate(rows)], [np.concatenate(cols)], [np.concatenate(vals)]
-        rows, cols = rows[0].astype(np.int64, copy=False), cols[0].astype(np.int64, copy=False)
-        vals = vals[0].astype(float)  # a copy: the model must not alias the caller's matrix
+        rows, cols, vals = parts[0] if len(parts) == 1 else (np.concatenate(p) for p in zip(*parts))
+        rows, cols = rows.astype(np.int64, copy=False), cols.astype(np.int64, copy=False)
+        vals = vals.astype(float)  # a copy: the model must not alias the caller's matrix
         if not np.isfinite(vals).all():
             raise ModelError(f"{where}: non-finite coefficient")
         return rows, cols, vals
 
     def _check_block(self, block: VarBlock, where: str) -> None:
-        if self._blocks.get(block.name) != block:
+        known = self._blocks.get(block.name)
+        if known is not block and known != block:
             raise ModelError(f"{where}: variable block {block.name!r} is not part of this model")
 
 
@@ -429,14 +429,19 @@ def _unique_keys(keys, count: int, where: str) -> np.ndarray:
     arr = np.array(keys).reshape(-1)
     if arr.shape[0] != count:
         raise ModelError(f"{where}: {arr.shape[0]} keys for {count} entries")
-    increasing = arr.dtype.kind in "iuf" and bool(np.all(arr[1:] > arr[:-1]))  # the usual case: no sort needed
-    if not increasing and np.unique(arr).shape[0] != count:
+    numbers = arr.dtype.kind in "iuf"
+    if numbers and (arr[1:] > arr[:-1]).all():  # the usual case: no sort needed
+        return arr
+    if (np.unique(arr).shape[0] if numbers else len(set(arr.tolist()))) != count:
         raise ModelError(f"{where}: keys are not unique")
     return arr
 
 
 def _infer_rows(mat: MatrixLike) -> int:
-    if np.isscalar(mat):
+    if isinstance(mat, (np.ndarray, CsrArrays)) or is_scipy_sparse(mat):
+        shape = mat.shape
+    elif np.isscalar(mat):
         return 1
-    shape = mat.shape if isinstance(mat, CsrArrays) or is_scipy_sparse(mat) else np.shape(mat)
+    else:
+        shape = np.shape(mat)
     return 1 if len(shape) == 1 else int(shape[0])
