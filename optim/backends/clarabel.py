@@ -13,6 +13,7 @@ Duals are returned in HiGHS' convention (``reduced costs = c - A^T y``).
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from ..canonical import CanonicalModel
 from ..capabilities import Capability
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
-from ..sparse import CscArrays, csc_from_triplets, transpose_times
+from ..sparse import csc_from_triplets, transpose_times
 from .base import Backend, stopwatch
 
 
@@ -52,8 +53,7 @@ class ClarabelBackend(Backend):
                 setattr(settings, key, value)
             n = model.num_vars
             sign = -1.0 if model.sense == "max" else 1.0
-            # as lists: Clarabel's binding reads a numpy array one element at a time, a list faster
-            A = CscArrays(form.A.data.tolist(), form.A.indices.tolist(), form.A.indptr.tolist(), form.A.shape)
+            A = _ListCsc(form.A.data.tolist(), form.A.indices.tolist(), form.A.indptr.tolist(), form.A.shape)
             q, b = (sign * model.c).tolist(), form.b.tolist()
         with stopwatch(timings, "solve"):  # Clarabel's setup (KKT structure, equilibration) is solver work
             solver = clarabel.DefaultSolver(_zero_square(n), q, A, b, form.cones, settings)
@@ -61,10 +61,21 @@ class ClarabelBackend(Backend):
         return _read_result(sol, model, form, sign, timings, self)
 
 
+class _ListCsc(NamedTuple):
+    """A canonical CSC matrix as Clarabel's binding reads it, in lists: it reads a numpy array
+    one element at a time, a list faster."""
+
+    data: list[float]
+    indices: list[int]
+    indptr: list[int]
+    shape: tuple[int, int]
+    has_canonical_format: bool = True
+
+
 @functools.lru_cache(maxsize=64)
-def _zero_square(n: int) -> CscArrays:
+def _zero_square(n: int) -> _ListCsc:
     """The (n, n) zero matrix (LPs and SOCPs have no quadratic term); Clarabel only reads it."""
-    return CscArrays([], [], [0] * (n + 1), (n, n))
+    return _ListCsc([], [], [0] * (n + 1), (n, n))
 
 
 @functools.cache
