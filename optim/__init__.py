@@ -28,13 +28,13 @@ from .options import SolveOptions
 from .result import Result, Status, Timings
 from .session import Session
 from .solve import backends_with, solve
-from .sparse import CsrArrays
+from .sparse import CscArrays, CsrArrays
 from .tally import tally
 
 __all__ = [
-    "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate", "CsrArrays",
-    "HyperbolicCones", "LicenseLimitError", "LogTerms", "Model", "ModelError", "NoSolutionError", "OptimError",
-    "Result", "Session", "SolveOptions", "SolverFailedError", "Status", "Timings", "UnknownBackendError", "VarBlock",
-    "VarType", "all_backends", "available_backends", "backends_with", "get_backend",
-    "lp_certificate", "lp_dual_bound", "parse_spec", "solve", "tally",
+    "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate", "CscArrays",
+    "CsrArrays", "HyperbolicCones", "LicenseLimitError", "LogTerms", "Model", "ModelError", "NoSolutionError",
+    "OptimError", "Result", "Session", "SolveOptions", "SolverFailedError", "Status", "Timings",
+    "UnknownBackendError", "VarBlock", "VarType", "all_backends", "available_backends", "backends_with",
+    "get_backend", "lp_certificate", "lp_dual_bound", "parse_spec", "solve", "tally",
 ]
