@@ -86,48 +86,28 @@ class Mechanism:
         prio = np.divide(cand.alloc, share, out=cand.alloc * NEW_JOB_PRIORITY, where=share > 0)
         type_rank, ends = cand.by_type(type_order)
         walk = cand.k[np.lexsort((cand.tie, -prio, type_rank))].tolist()
+        first, second, scale = cand.first, cand.second, cand.scale
         taken: set[int] = set(c.departed)
+        take = taken.add
         chosen, chosen_types = [], []
         begin = 0
-        walk_type = _walk_pairs if cand.pairs else _walk_singles
         for t, end in zip(type_order, ends):
+            left = self._capacities[t]
             picked = len(chosen)
-            walk_type(walk[begin:end], self._capacities[t], cand, taken, chosen)
+            for i in walk[begin:end]:
+                job = first[i]
+                if job in taken or scale[i] > left or (cand.pairs and second[i] in taken):
+                    continue
+                left -= scale[i]
+                take(job)
+                if cand.pairs and second[i] >= 0:
+                    take(second[i])
+                chosen.append(i)
+                if left == 0:
+                    break
             chosen_types += [t] * (len(chosen) - picked)
             begin = end
         return cand.rows[np.asarray(chosen, dtype=np.int64)], np.asarray(chosen_types, dtype=np.int64)
-
-
-def _walk_singles(walk: list[int], left: int, cand: _Candidates, taken: set[int], chosen: list[int]) -> None:
-    """Take candidates of one type in ``walk`` order while GPUs are ``left``: a row whose job
-    is not ``taken`` yet and whose GPUs fit (every row is one job)."""
-    first, scale = cand.first, cand.scale
-    take, choose = taken.add, chosen.append
-    for i in walk:
-        job = first[i]
-        if job in taken or scale[i] > left:
-            continue
-        left -= scale[i]
-        take(job)
-        choose(i)
-        if left == 0:
-            return
-
-
-def _walk_pairs(walk: list[int], left: int, cand: _Candidates, taken: set[int], chosen: list[int]) -> None:
-    """:func:`_walk_singles` where some rows are pairs: neither job of a row may be taken."""
-    first, second, scale = cand.first, cand.second, cand.scale
-    for i in walk:
-        job, other = first[i], second[i]
-        if job in taken or scale[i] > left or other in taken:
-            continue
-        left -= scale[i]
-        taken.add(job)
-        if other >= 0:
-            taken.add(other)
-        chosen.append(i)
-        if left == 0:
-            return
 
 
 @dataclass(frozen=True)
