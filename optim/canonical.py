@@ -8,15 +8,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
 from .capabilities import Capability
 from .sparse import CscArrays
-
-if TYPE_CHECKING:
-    import scipy.sparse as sp
+from .sparse import scipy_sparse as sp
 
 Sense = Literal["min", "max"]
 
@@ -99,8 +97,6 @@ class HyperbolicCones:
 
     def with_columns(self, n: int) -> HyperbolicCones:
         """The same cones over ``n >= U.shape[1]`` columns (new columns unused)."""
-        import scipy.sparse as sp
-
         U = sp.csr_matrix((self.U.data, self.U.indices, self.U.indptr), shape=(self.size, n))
         V = sp.csr_matrix((self.V.data, self.V.indices, self.V.indptr), shape=(self.size, n))
         return HyperbolicCones(U, self.u_offset, V, self.v_offset, self.k)
@@ -236,8 +232,6 @@ class CanonicalModel:
         A = CscArrays(self.A.data, self.A.indices, indptr, (self.num_rows, n))
         row_lo, row_hi = self.row_lo, self.row_hi
         if rows is not None:
-            import scipy.sparse as sp
-
             A = CscArrays.of(sp.vstack([A.scipy(), rows], format="csc"))
             row_lo = np.concatenate([row_lo, lo])
             row_hi = np.concatenate([row_hi, hi])

@@ -32,11 +32,10 @@ import numpy as np
 from .canonical import CanonicalModel, HyperbolicCones, LogTerms, Sense, VarBlock, VarType
 from .errors import ModelError
 from .sparse import CsrArrays, csc_from_triplets, expand_pointers, is_scipy_sparse
+from .sparse import scipy_sparse as sp
 from .tally import add_build
 
 if TYPE_CHECKING:
-    import scipy.sparse as sp
-
     MatrixLike = np.ndarray | sp.spmatrix | sp.sparray | CsrArrays | float | int
 
 
@@ -122,8 +121,6 @@ class _ConeBlock:
 
 def _csr(parts: list[Triplets], shape: tuple[int, int]) -> sp.csr_matrix:
     """One CSR matrix from (row, column, value) triplets (duplicates summed)."""
-    import scipy.sparse as sp
-
     rows, cols, vals = (np.concatenate(p) for p in zip(*parts))
     mat = sp.csr_matrix((vals, (rows, cols)), shape=shape)
     mat.eliminate_zeros()
@@ -361,8 +358,6 @@ class Model:
                 cidx.append(cc)
                 v.append(vv)
                 base += wt.shape[0]
-            import scipy.sparse as sp
-
             G = sp.csr_matrix(
                 (np.concatenate(v), (np.concatenate(r), np.concatenate(cidx))), shape=(base, n)
             )

@@ -60,9 +60,7 @@ class CsrArrays(NamedTuple):
 
     def to_csr(self) -> sp.csr_matrix:
         """The scipy matrix (it checks the arrays)."""
-        import scipy.sparse as sp
-
-        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+        return scipy_sparse.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
 
     def rows(self) -> np.ndarray:
         """The row index of every stored entry."""
@@ -113,9 +111,7 @@ class CscArrays(NamedTuple):
 
     def scipy(self) -> sp.csc_matrix:
         """The scipy matrix (it checks the arrays; imports scipy)."""
-        import scipy.sparse as sp
-
-        return sp.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+        return scipy_sparse.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape)
 
     def toarray(self) -> np.ndarray:
         """The dense matrix."""

@@ -22,6 +22,7 @@ from ..capabilities import Capability
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from ..sparse import csc_from_triplets, transpose_times
+from ..sparse import scipy_sparse as sp
 from .base import Backend, stopwatch
 
 
@@ -137,8 +138,6 @@ def _conic_form(model: CanonicalModel) -> _ConicForm:
         cones.append(clarabel.NonnegativeConeT(int(starts[6] - starts[2])))
     total = int(starts[6])
     if model.hyperbolic is not None:
-        import scipy.sparse as sp
-
         h = model.hyperbolic
         U, V = h.U.tocsr(), h.V.tocsr()
         soc = sp.vstack([-(U + V), -(U - V), sp.csr_matrix((h.size, n))]).tocsr()
