@@ -42,13 +42,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from allocators.base import FormulationPolicy, Policy
+from allocators.registry import POP_SUFFIX
 from allocators.round_plans import RoundPlanner
 from formulations import Allocation, AllocationProblem, JobPairs
 from optim import Timings, solve, tally
 from optim.tally import add_spent
-
-#: ``<policy>@pop<k>`` names a policy partitioned into k parts
-POP_SUFFIX = "@pop"
 
 
 def split_capacities(capacities: np.ndarray, k: int) -> np.ndarray:

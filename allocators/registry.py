@@ -7,56 +7,128 @@ where two systems use one name (Gandiva), the later one's carries a suffix (``ga
 
 from __future__ import annotations
 
-from allocators.base import Policy, SchedulingPolicy
-from allocators.chronus import Chronus
-from allocators.elasticflow.edf import EDF, EDFAccessControl
-from allocators.elasticflow.elasticflow import ElasticFlow
-from allocators.elasticflow.gandiva import Gandiva as GandivaEF
-from allocators.elasticflow.published import EFAccessReplay, EFReplay
-from allocators.elasticflow.themis import Themis
-from allocators.elasticflow.tiresias import Tiresias
-from allocators.gavel import finish_time_fairness as ftf
-from allocators.gavel import max_min_fairness as mmf
-from allocators.gavel import max_sum_throughput as mst
-from allocators.gavel import min_total_duration as mtd
-from allocators.gavel import water_filling as wf
-from allocators.gavel.allox import AlloX
-from allocators.gavel.fifo import Fifo, FifoPacked, FifoPerf
-from allocators.gavel.gandiva import Gandiva
-from allocators.gavel.isolated import Isolated
-from allocators.gavel.proportional import Proportional
-from allocators.pollux.optimus import OptimusOracle
-from allocators.pollux.pollux import Pollux
-from allocators.pollux.pollux_ga import PolluxGA
-from allocators.pollux.tiresias import TiresiasPollux
-from allocators.pop import POP_SUFFIX, Partitioned
-from allocators.shockwave.gandiva_fair import GandivaFair
-from allocators.shockwave.policy import Shockwave
-from allocators.slot_plans import SlotPolicy
-from optim import SolveOptions
+import importlib
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from allocators.base import Policy, SchedulingPolicy
+    from allocators.slot_plans import SlotPolicy
+    from optim import SolveOptions
+
+P = TypeVar("P")
+
+#: ``<name>@pop<k>``: policy ``name`` partitioned into k parts (:mod:`allocators.pop`)
+POP_SUFFIX = "@pop"
+
+
+class LazyClasses(MutableMapping[str, "type[P]"], Generic[P]):
+    """Policy name -> class, each class imported on first use from its ``"module:Class"``: a run
+    imports the one family it simulates, not all of them (``schedopt policies`` lists every
+    name without importing anything; reading a value imports its module)."""
+
+    def __init__(self, homes: dict[str, str]):
+        self._homes = dict(homes)
+        self._classes: dict[str, type[P]] = {}
+
+    def __getitem__(self, name: str) -> type[P]:
+        cls = self._classes.get(name)
+        if cls is None:
+            module, _, attr = self._homes[name].partition(":")
+            cls = self._classes[name] = getattr(importlib.import_module(module), attr)
+        return cls
+
+    def __setitem__(self, name: str, cls: type[P]) -> None:
+        self._homes[name] = f"{cls.__module__}:{cls.__qualname__}"
+        self._classes[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        del self._homes[name]
+        self._classes.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._homes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._homes)
+
+    def __len__(self) -> int:
+        return len(self._homes)
+
+
+_GAVEL = "allocators.gavel"
+POLICIES: LazyClasses[Policy] = LazyClasses({
+    "max_min_fairness": f"{_GAVEL}.max_min_fairness:MaxMinFairnessAgnostic",
+    "max_min_fairness_perf": f"{_GAVEL}.max_min_fairness:MaxMinFairnessPerf",
+    "max_min_fairness_packed": f"{_GAVEL}.max_min_fairness:MaxMinFairnessPacked",
+    "max_min_fairness_water_filling": f"{_GAVEL}.water_filling:MaxMinFairnessWaterFillingAgnostic",
+    "max_min_fairness_water_filling_perf": f"{_GAVEL}.water_filling:MaxMinFairnessWaterFillingPerf",
+    "max_min_fairness_water_filling_packed": f"{_GAVEL}.water_filling:MaxMinFairnessWaterFillingPacked",
+    "finish_time_fairness": f"{_GAVEL}.finish_time_fairness:FinishTimeFairnessAgnostic",
+    "finish_time_fairness_perf": f"{_GAVEL}.finish_time_fairness:FinishTimeFairnessPerf",
+    "finish_time_fairness_packed": f"{_GAVEL}.finish_time_fairness:FinishTimeFairnessPacked",
+    "min_total_duration": f"{_GAVEL}.min_total_duration:MinTotalDurationAgnostic",
+    "min_total_duration_perf": f"{_GAVEL}.min_total_duration:MinTotalDurationPerf",
+    "min_total_duration_packed": f"{_GAVEL}.min_total_duration:MinTotalDurationPacked",
+    "max_sum_throughput_perf": f"{_GAVEL}.max_sum_throughput:MaxSumThroughputPerf",
+    "max_sum_throughput_normalized_by_cost_perf": f"{_GAVEL}.max_sum_throughput:MaxSumThroughputByCost",
+    "max_sum_throughput_normalized_by_cost_perf_SLOs": f"{_GAVEL}.max_sum_throughput:MaxSumThroughputByCostSLOs",
+    "max_sum_throughput_normalized_by_cost_packed_SLOs":
+        f"{_GAVEL}.max_sum_throughput:MaxSumThroughputByCostPackedSLOs",
+    "isolated": f"{_GAVEL}.isolated:Isolated",
+    "proportional": f"{_GAVEL}.proportional:Proportional",
+    "fifo": f"{_GAVEL}.fifo:Fifo",
+    "fifo_perf": f"{_GAVEL}.fifo:FifoPerf",
+    "fifo_packed": f"{_GAVEL}.fifo:FifoPacked",
+    "gandiva": f"{_GAVEL}.gandiva:Gandiva",
+    "gandiva_fair": "allocators.shockwave.gandiva_fair:GandivaFair",
+    "allox": f"{_GAVEL}.allox:AlloX",
+    "shockwave": "allocators.shockwave.policy:Shockwave",
+})
 
 #: the baselines that solve nothing, under Gavel's and Shockwave's names
-HEURISTICS = (Isolated, Proportional, Fifo, FifoPerf, FifoPacked, Gandiva, GandivaFair, AlloX)
+HEURISTICS = ("isolated", "proportional", "fifo", "fifo_perf", "fifo_packed", "gandiva", "gandiva_fair", "allox")
 
-POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls
-    for cls in (
-        mmf.MaxMinFairnessAgnostic, mmf.MaxMinFairnessPerf, mmf.MaxMinFairnessPacked,
-        wf.MaxMinFairnessWaterFillingAgnostic, wf.MaxMinFairnessWaterFillingPerf, wf.MaxMinFairnessWaterFillingPacked,
-        ftf.FinishTimeFairnessAgnostic, ftf.FinishTimeFairnessPerf, ftf.FinishTimeFairnessPacked,
-        mtd.MinTotalDurationAgnostic, mtd.MinTotalDurationPerf, mtd.MinTotalDurationPacked,
-        mst.MaxSumThroughputPerf, mst.MaxSumThroughputByCost, mst.MaxSumThroughputByCostSLOs,
-        mst.MaxSumThroughputByCostPackedSLOs,
-        *HEURISTICS, Shockwave,
-    )
-}
+SLOT_POLICIES: LazyClasses[SlotPolicy] = LazyClasses({
+    "edf": "allocators.elasticflow.edf:EDF",
+    "edf-accessctrl": "allocators.elasticflow.edf:EDFAccessControl",
+    "elasticflow": "allocators.elasticflow.elasticflow:ElasticFlow",
+    "ef": "allocators.elasticflow.published:EFReplay",
+    "elasticflow-greedy": "allocators.elasticflow.published:EFAccessReplay",
+    "gandiva-ef": "allocators.elasticflow.gandiva:Gandiva",
+    "dlas-gpu": "allocators.elasticflow.tiresias:Tiresias",
+    "themis": "allocators.elasticflow.themis:Themis",
+    "chronus": "allocators.chronus:Chronus",
+    "tiresias": "allocators.pollux.tiresias:TiresiasPollux",
+    "optimus": "allocators.pollux.optimus:OptimusOracle",
+    "pollux": "allocators.pollux.pollux:Pollux",
+    "pollux-ga": "allocators.pollux.pollux_ga:PolluxGA",
+})
 
-SLOT_POLICIES: dict[str, type[SlotPolicy]] = {cls.name: cls for cls in (
-    EDF, EDFAccessControl, ElasticFlow, EFReplay, EFAccessReplay, GandivaEF, Tiresias, Themis, Chronus,
-    TiresiasPollux, OptimusOracle, Pollux, PolluxGA,
-)}
 
-ALL_POLICIES: dict[str, type[SchedulingPolicy]] = {**POLICIES, **SLOT_POLICIES}
+class _Union(Mapping[str, type]):
+    """Several tables read through as one (a name added to one of them shows here)."""
+
+    def __init__(self, *tables: LazyClasses):
+        self._tables = tables
+
+    def __getitem__(self, name: str) -> type:
+        for table in self._tables:
+            if name in table:
+                return table[name]
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return any(name in table for table in self._tables)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for table in self._tables for name in table)
+
+    def __len__(self) -> int:
+        return sum(len(table) for table in self._tables)
+
+
+ALL_POLICIES: Mapping[str, type[SchedulingPolicy]] = _Union(POLICIES, SLOT_POLICIES)
 
 
 class UnknownPolicyError(ValueError):
@@ -86,6 +158,8 @@ def make_policy(name: str, solver: str = "highs", options: SolveOptions | None =
     if pop:
         if not k.isdigit() or int(k) < 1:
             raise UnknownPolicyError(f"policy {name!r}: {POP_SUFFIX} must be followed by a number of parts >= 1")
+        from allocators.pop import Partitioned
+
         return Partitioned(make_policy(base, solver, options, gavel_compat=gavel_compat, **params), int(k))
     cls = policy_class(name)
     if gavel_compat and cls.supports_gavel_compat:

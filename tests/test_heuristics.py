@@ -12,7 +12,7 @@ from allocators.gavel.fifo import Fifo, FifoPacked, FifoPerf
 from allocators.gavel.gandiva import Gandiva
 from allocators.gavel.isolated import Isolated
 from allocators.gavel.proportional import Proportional
-from allocators.registry import HEURISTICS
+from allocators.registry import HEURISTICS, POLICIES
 from allocators.shockwave.gandiva_fair import GandivaFair
 from formulations import (
     AllocationProblem,
@@ -253,7 +253,7 @@ def test_every_heuristic_is_feasible_across_calls(problem, data):
     rows = data.draw(st.permutations(range(problem.num_jobs)))
     later = subset(problem, rows[:data.draw(st.integers(0, problem.num_jobs))])
     single_gpu = bool((problem.scale_factors == 1).all())
-    for cls in HEURISTICS:
+    for cls in (POLICIES[name] for name in HEURISTICS):
         if cls is AlloX and not single_gpu:
             continue
         policy = cls()

@@ -8,7 +8,6 @@ Hyperbolic constraints ``k <= u v``, ``u, v >= 0`` become ``||(2 sqrt(k), u - v)
 from __future__ import annotations
 
 import time
-from importlib import metadata
 
 import numpy as np
 
@@ -82,6 +81,8 @@ class CvxpyBackend(Backend):
         return f"{self.inner} is not installed for cvxpy (installed: {', '.join(cp.installed_solvers())})"
 
     def version(self) -> str:
+        from importlib import metadata  # not at import: it costs every run ~10 ms
+
         import cvxpy as cp
 
         try:

@@ -6,8 +6,6 @@ matrix constraints are broken, and this is the fastest row-wise path it offers.
 
 from __future__ import annotations
 
-from importlib import metadata
-
 import numpy as np
 
 from ..canonical import CanonicalModel
@@ -61,6 +59,8 @@ class PyomoBackend(Backend):
         return f"pyomo:{self.inner} needs {package} (pip install {package})"
 
     def version(self) -> str:
+        from importlib import metadata
+
         import pyomo.version
 
         package = _PACKAGES[self.inner]
