@@ -25,6 +25,7 @@ from formulations import Allocation, AllocationProblem
 from formulations.classes import MergedProblem, expand, merge_equal_jobs
 from formulations.pair_generation import solve_packed, widen
 from optim import (
+    Backend,
     Capability,
     Model,
     Result,
@@ -112,9 +113,13 @@ class Policy(SchedulingPolicy):
         if self.program.needs:
             self._check_backend()
 
+    @cached_property
+    def backend(self) -> Backend:
+        """The adapter of ``self.solver`` (looked up once: a lookup checks that it is installed)."""
+        return get_backend(self.solver)
+
     def _check_backend(self) -> None:
-        backend = get_backend(self.solver)
-        missing = self.program.needs - backend.capabilities()
+        missing = self.program.needs - self.backend.capabilities()
         if missing:
             names = ", ".join(sorted(str(c) for c in missing))
             others = ", ".join(backends_with(self.program.needs)) or "none installed"
@@ -154,7 +159,7 @@ class Policy(SchedulingPolicy):
         """A program over classes (:mod:`formulations.classes`): small, and its zero point is
         feasible, so cold, by primal simplex without presolve (unless a method was asked)."""
         options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
-        return solve(model.canonical(), self.solver, options)
+        return solve(model.canonical(), self.backend, options)
 
     def _merged(self, problem: AllocationProblem) -> MergedProblem | None:
         """The merged program's problem (:mod:`formulations.classes`): equal jobs as one."""
@@ -165,7 +170,7 @@ class Policy(SchedulingPolicy):
         """Solve merged (``merge_on``) on a backend whose LP answers are vertices: an interior-point
         one would return the centre of the merged program's optimal face, which is not the full
         program's (equal optimum, another allocation)."""
-        return self.merge_on is not None and Capability.VERTEX in get_backend(self.solver).capabilities()
+        return self.merge_on is not None and Capability.VERTEX in self.backend.capabilities()
 
     @staticmethod
     def _finish(allocation: Allocation, problem: AllocationProblem, generated: np.ndarray | None) -> Allocation:
@@ -177,9 +182,9 @@ class Policy(SchedulingPolicy):
     def _solve_whole(self, model: Model) -> Result:
         """``model`` solved cold, or warm (``warm_resolve``, an LP, a backend that can)."""
         canon = model.canonical()
-        if not (self.warm_resolve and Capability.INCREMENTAL in get_backend(self.solver).capabilities()
+        if not (self.warm_resolve and Capability.INCREMENTAL in self.backend.capabilities()
                 and canon.required_capabilities() == {Capability.LP}):
-            return solve(canon, self.solver, self.options)
+            return solve(canon, self.backend, self.options)
         session = self._sessions.get(canon.name)
         if session is None:
             session = self._sessions[canon.name] = Session(self.solver, self.options)

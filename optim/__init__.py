@@ -9,7 +9,7 @@
 1.5
 """
 
-from .backends import all_backends, available_backends, get_backend, parse_spec
+from .backends import Backend, all_backends, available_backends, get_backend, parse_spec
 from .canonical import CanonicalModel, HyperbolicCones, LogTerms, VarBlock, VarType
 from .capabilities import Capability
 from .certificate import Certificate, lp_certificate, lp_dual_bound
@@ -32,7 +32,7 @@ from .sparse import CscArrays, CsrArrays
 from .tally import tally
 
 __all__ = [
-    "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate", "CscArrays",
+    "Backend", "BackendUnavailableError", "CanonicalModel", "Capability", "CapabilityError", "Certificate", "CscArrays",
     "CsrArrays", "HyperbolicCones", "LicenseLimitError", "LogTerms", "Model", "ModelError", "NoSolutionError",
     "OptimError", "Result", "Session", "SolveOptions", "SolverFailedError", "Status", "Timings",
     "UnknownBackendError", "VarBlock", "VarType", "all_backends", "available_backends", "backends_with",
