@@ -24,8 +24,8 @@ POP_SUFFIX = "@pop"
 
 class LazyClasses(MutableMapping[str, "type[P]"], Generic[P]):
     """Policy name -> class, each class imported on first use from its ``"module:Class"``: a run
-    imports the one family it simulates, not all of them (``schedopt policies`` lists every
-    name without importing anything; reading a value imports its module)."""
+    imports the one family it simulates, not all of them. Names and membership need no import;
+    reading a value imports its module."""
 
     def __init__(self, homes: dict[str, str]):
         self._homes = dict(homes)
