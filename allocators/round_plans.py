@@ -35,7 +35,8 @@ class EpochProfile:
         """The profile of jobs each given as (batch sizes, durations) per epoch."""
         varying = {i: (np.asarray(b, dtype=np.int64), np.asarray(d, dtype=float)) for i, (b, d) in enumerate(jobs)}
         return cls(np.array([b.size for b, _ in varying.values()], dtype=np.int64),
-                   np.array([b[0] for b, _ in varying.values()], dtype=np.int64), np.zeros(len(jobs)), varying)
+                   np.array([b[0] if b.size else 0 for b, _ in varying.values()], dtype=np.int64),
+                   np.zeros(len(jobs)), varying)
 
     def isolated_runtimes(self) -> np.ndarray:
         """Sum of each job's epoch durations: its isolated run time."""

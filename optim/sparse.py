@@ -92,6 +92,16 @@ class CscArrays(NamedTuple):
         return cls(csc.data.astype(float, copy=False), csc.indices.astype(np.int32, copy=False),
                    csc.indptr.astype(np.int32, copy=False), (int(csc.shape[0]), int(csc.shape[1])))
 
+    def hstack(self, right) -> CscArrays:
+        """``[self, right]``: the columns of ``right`` (CSC arrays or a scipy matrix with as many
+        rows) after these. Each column keeps its rows, so the result is canonical as it is."""
+        right = CscArrays.of(right)
+        if right.shape[0] != self.shape[0]:
+            raise ValueError(f"hstack: {self.shape[0]} rows against {right.shape[0]}")
+        indptr = np.concatenate([self.indptr, right.indptr[1:] + self.indptr[-1]]).astype(np.int32)
+        return CscArrays(np.concatenate([self.data, right.data]), np.concatenate([self.indices, right.indices]),
+                         indptr, (self.shape[0], self.shape[1] + right.shape[1]))
+
     @property
     def has_canonical_format(self) -> bool:
         """Always: sorted, distinct rows per column (Clarabel asks)."""

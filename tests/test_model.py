@@ -176,3 +176,8 @@ def test_csc_arrays_equal_scipy_on_duplicates_zeros_and_products(m, n, k, seed):
     np.testing.assert_allclose(transpose_times(A, y), dense.T @ y, atol=1e-12)
     again = CscArrays.of(sp.coo_matrix((vals, (rows, cols)), shape=(m, n)))
     assert np.array_equal(again.toarray(), dense) and again.shape == (m, n)
+    right = sp.random(m, 3, density=0.5, random_state=rng, format="csc")
+    both = A.hstack(right)
+    assert np.array_equal(both.toarray(), np.hstack([dense, right.toarray()])) and both.shape == (m, n + 3)
+    for j in range(n + 3):
+        assert (np.diff(both.indices[both.indptr[j]:both.indptr[j + 1]]) > 0).all()

@@ -16,7 +16,6 @@ import numpy as np
 from ..canonical import CanonicalModel
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
-from ..sparse import CscArrays
 from ..sparse import scipy_sparse as sp
 from .base import Backend, stopwatch
 from .highs import PRIMAL_SIMPLEX, load_highs, read_result
@@ -46,7 +45,7 @@ class ColumnMaster:
     def add(self, columns: NewColumns) -> None:
         m = self.model
         self.model = dataclasses.replace(
-            m, c=np.concatenate([m.c, columns.c]), A=CscArrays.of(sp.hstack([m.A.scipy(), columns.A], format="csc")),
+            m, c=np.concatenate([m.c, columns.c]), A=m.A.hstack(columns.A),
             col_lo=np.concatenate([m.col_lo, np.zeros(len(columns))]), col_hi=np.concatenate([m.col_hi, columns.hi]),
             integrality=np.concatenate([m.integrality, np.zeros(len(columns), dtype=bool)]),
         )
