@@ -9,7 +9,7 @@ from formulations import AllocationProblem
 from optim import available_backends
 
 #: backends whose answers are exact to ~1e-6, and first-order ones with looser tolerances
-EXACT = {"highs", "clarabel", "gurobi", "cvxpy:CLARABEL", "cvxpy:HIGHS", "cvxpy:SCIPY", "cvxpy:GUROBI",
+EXACT = {"highs", "clarabel", "ecos", "gurobi", "cvxpy:CLARABEL", "cvxpy:HIGHS", "cvxpy:SCIPY", "cvxpy:GUROBI",
          "pyomo:highs", "pyomo:gurobi"}
 LOOSE = {"cvxpy:SCS": 2e-3, "cvxpy:OSQP": 2e-3}
 

@@ -324,3 +324,10 @@ def test_a_strict_time_limit_switches_off_the_highs_heuristics_that_overrun_it()
     plain = highs.load_highs(canon, SolveOptions(time_limit=5.0))
     for name in ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost"):
         assert strict.getOptionValue(name)[1] is False and plain.getOptionValue(name)[1] is True
+
+
+def test_ecos_reports_the_time_limit_it_cannot_apply():
+    res = solve(ranged_lp("max"), "ecos", SolveOptions(time_limit=5.0))
+    assert res.status is Status.OPTIMAL
+    assert any("ecos has no time limit" in note for note in res.notes)
+    assert not solve(ranged_lp("max"), "ecos").notes

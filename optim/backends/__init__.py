@@ -7,6 +7,7 @@ from .base import Backend
 from .block import BlockBackend
 from .clarabel import ClarabelBackend
 from .cvxpy import CvxpyBackend
+from .ecos import EcosBackend
 from .gurobi import GurobiBackend
 from .highs import HighsBackend
 from .pyomo import _SOLVERS as PYOMO_SOLVERS
@@ -40,6 +41,8 @@ def parse_spec(spec: str) -> Backend:
         return ClarabelBackend()
     if family == "block" and not inner:
         return BlockBackend()
+    if family == "ecos" and not inner:
+        return EcosBackend()
     if family == "cvxpy":
         inner = (inner or "CLARABEL").upper()
         if inner not in _cvxpy_solver_names():
@@ -55,7 +58,7 @@ def parse_spec(spec: str) -> Backend:
             )
         return PyomoBackend(inner)
     raise UnknownBackendError(
-        f"unknown solver {spec!r}; use highs, clarabel, block, gurobi, cvxpy[:SOLVER] or pyomo[:highs|gurobi]"
+        f"unknown solver {spec!r}; use highs, clarabel, ecos, block, gurobi, cvxpy[:SOLVER] or pyomo[:highs|gurobi]"
     )
 
 
@@ -69,7 +72,7 @@ def get_backend(spec: str) -> Backend:
 
 def all_backends() -> list[Backend]:
     """Every adapter schedopt knows, installed or not (for listings)."""
-    backends: list[Backend] = [HighsBackend(), ClarabelBackend(), BlockBackend(), GurobiBackend()]
+    backends: list[Backend] = [HighsBackend(), ClarabelBackend(), EcosBackend(), BlockBackend(), GurobiBackend()]
     backends += [CvxpyBackend(name) for name in _cvxpy_solver_names()]
     backends += [PyomoBackend(name) for name in PYOMO_SOLVERS]
     return backends
