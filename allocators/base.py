@@ -209,6 +209,11 @@ class FormulationPolicy(Policy):
     warm_resolve = True
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
-        solved, model, result, generated = self._solve_program(
-            problem, lambda p: self.formulation.build(p, self.variant))
-        return self._finish(self.formulation.decode(solved, model, result, self.name), problem, generated)
+        solved, model, result, generated = self._solve_program(problem, self._build)
+        return self._finish(self._decode(solved, model, result), problem, generated)
+
+    def _build(self, problem: AllocationProblem) -> Model:
+        return self.formulation.build(problem, self.variant)
+
+    def _decode(self, problem: AllocationProblem, model: Model, result: Result) -> Allocation:
+        return self.formulation.decode(problem, model, result, self.name)

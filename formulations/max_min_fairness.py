@@ -9,10 +9,18 @@ T_ij by 1 (so ``k_i thr_i = s_i / w_i sum_j x_ij``); "packed"
 (``max_min_fairness_packed``) adds the problem's co-located pairs as combinations, with
 each member's co-located rate counting toward its throughput. ``z`` is the smallest
 normalized share.
+
+The published program has a column for every (job, type) cell, also where the job cannot run
+(rate 0: Gavel's table gives ResNet-50 at batch size 128 on 2 or more k80s a rate of 0; or more
+GPUs than the type has); ours fixes those at 0 unless built with ``every_cell``. Where the rate
+is 0 they add nothing to z but widen the optimal face, so they move the point an interior-point
+solver returns (``--gavel-compat``). The published agnostic program also counts a rate of 1 on
+them.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -28,10 +36,11 @@ Variant = Literal["agnostic", "perf", "packed"]
 VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
 
 
-def effective_throughputs(problem: AllocationProblem, variant: Variant) -> np.ndarray:
-    """The isolated throughput matrix the variant optimizes over."""
+def effective_throughputs(problem: AllocationProblem, variant: Variant, every_cell: bool = False) -> np.ndarray:
+    """The isolated throughput matrix the variant optimizes over (``every_cell``: the published
+    agnostic program's 1 on every type, also where the job cannot run)."""
     if variant == "agnostic":
-        return (problem.throughputs > 0).astype(float)
+        return np.ones(problem.throughputs.shape) if every_cell else (problem.throughputs > 0).astype(float)
     if variant in ("perf", "packed"):
         return problem.throughputs
     raise ValueError(f"unknown max-min fairness variant {variant!r}; use one of {VARIANTS}")
@@ -50,10 +59,13 @@ def normalized_coefficients(problem: AllocationProblem, variant: Variant) -> np.
     return T * share_scale(problem, T)[:, None]
 
 
-def space(problem: AllocationProblem, variant: Variant) -> Combinations:
-    """The combinations the variant allocates over."""
-    T = effective_throughputs(problem, variant)
-    return combinations.packed(problem) if variant == "packed" else combinations.singles(problem, T)
+def space(problem: AllocationProblem, variant: Variant, every_cell: bool = False) -> Combinations:
+    """The combinations the variant allocates over (``every_cell``: each may take every type)."""
+    if variant == "packed":
+        combos = combinations.packed(problem)
+    else:
+        combos = combinations.singles(problem, effective_throughputs(problem, variant, every_cell))
+    return replace(combos, runnable=np.ones_like(combos.runnable)) if every_cell else combos
 
 
 def add_max_min(model: Model, x, share: sp.csr_matrix | CsrArrays, keys: np.ndarray | None = None) -> None:
@@ -63,12 +75,14 @@ def add_max_min(model: Model, x, share: sp.csr_matrix | CsrArrays, keys: np.ndar
     model.set_objective({z: 1.0}, sense="max")
 
 
-def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
-    """The max-min fairness LP (see module docstring)."""
-    combos = space(problem, variant)
+def build(problem: AllocationProblem, variant: Variant = "perf", *, every_cell: bool = False) -> Model:
+    """The max-min fairness LP (see module docstring); ``every_cell``: with the published program's
+    columns where a job cannot run (:func:`~formulations.combinations.only_runnable` takes their
+    shares back)."""
+    combos = space(problem, variant, every_cell)
     model = Model(f"max_min_fairness[{variant}]")
     x = combos.add_allocation(model)
-    k = share_scale(problem, effective_throughputs(problem, variant))
+    k = share_scale(problem, effective_throughputs(problem, variant, every_cell))
     add_max_min(model, x, combos.throughput_rows(k), problem.job_ids)
     return model
 

@@ -100,3 +100,41 @@ def test_published_layout_gives_the_point_of_gavels_own_program(variant):
     theirs[np.ix_(jobs, types)] = x.value.clip(0, 1)
     np.testing.assert_allclose(ours, theirs, atol=1e-9)
     assert 0.05 < ours.max() and not np.allclose(ours, ours.round())
+
+
+@pytest.mark.parametrize("variant", ["perf", "agnostic"])
+def test_compat_max_min_is_the_point_of_gavels_own_program(variant):
+    """Under compat, max-min fairness is the published program (a column on every cell, the
+    agnostic variant's rate 1 on every type) solved by ECOS: the point Gavel's own cvxpy + ECOS
+    program stops at, where the optimal face is wide; the shares where a job cannot run (rate 0
+    here) are given back. Clarabel on our default program stops elsewhere on the face."""
+    import cvxpy as cp
+
+    rng = np.random.default_rng(4)
+    T = rng.uniform(0.5, 3.0, (7, 3))
+    T[0, 2] = T[3, 1] = 0.0
+    p = problem(T, (2, 2, 3), ("v100", "p100", "k80"), ids=np.array([5, 1, 4, 0, 3, 2, 6]))
+    policy = f"max_min_fairness{'_perf' if variant == 'perf' else ''}"
+    ours = make_policy(policy, "ecos", gavel_compat=True).allocate(p)
+
+    jobs, types = np.argsort(p.job_ids), np.argsort(p.worker_types)
+    rates = T[np.ix_(jobs, types)] if variant == "perf" else np.ones(T.shape)
+    W = p.capacities[types]
+    coef = rates / (rates @ W / W.sum())[:, None]
+    x = cp.Variable(rates.shape)
+    constraints = [x >= 0, cp.sum(x, axis=0) <= W, cp.sum(x, axis=1) <= 1]
+    cp.Problem(cp.Maximize(cp.min(cp.sum(cp.multiply(coef, x), axis=1))), constraints).solve(solver="ECOS")
+    theirs = np.zeros(T.shape)
+    theirs[np.ix_(jobs, types)] = x.value.clip(0, 1)
+    assert theirs[T == 0].min() > 1e-3  # the published point gives shares where jobs cannot run
+    np.testing.assert_allclose(ours.x, np.where(T > 0, theirs, 0.0), atol=1e-7)
+    assert any("published program" in note for note in ours.notes)
+    assert not np.allclose(make_policy(policy, "clarabel").allocate(p).x, ours.x, atol=1e-3)
+
+
+def test_compat_max_min_runs_on_the_published_solver():
+    from simulator.simulate import default_solver
+
+    for policy in ("max_min_fairness", "max_min_fairness_perf", "max_min_fairness_packed"):
+        assert default_solver(policy, gavel_compat=True) == "ecos"
+        assert default_solver(policy) == "clarabel"
