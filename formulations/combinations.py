@@ -128,16 +128,17 @@ def only_runnable(allocation: Allocation) -> Allocation:
 
 def _scale_into_budgets(problem: AllocationProblem, x: np.ndarray) -> np.ndarray:
     m = problem.num_jobs
+    gpus = problem.scale_factors * multiplicity(problem)
+    if x.shape[0] == m:  # single jobs: each row is one job's time budget
+        x = x * np.minimum(1.0, problem.capacities / np.maximum(gpus @ x, 1e-300))
+        return x * np.minimum(1.0, 1.0 / np.maximum(x.sum(axis=1), 1e-300))[:, None]
     pairs = problem.job_pairs()
-    packed = x.shape[0] > m
-    first = np.concatenate([np.arange(m), pairs.first]) if packed else np.arange(m)
-    second = np.concatenate([np.arange(m), pairs.second]) if packed else first
-    gpus = (problem.scale_factors * multiplicity(problem))[first]
-    x = x * np.minimum(1.0, problem.capacities / np.maximum(gpus @ x, 1e-300))
+    first = np.concatenate([np.arange(m), pairs.first])
+    second = np.concatenate([np.arange(m), pairs.second])
+    x = x * np.minimum(1.0, problem.capacities / np.maximum(gpus[first] @ x, 1e-300))
     per_combination = x.sum(axis=1)
     time = np.bincount(first, weights=per_combination, minlength=m)
-    if packed:
-        time += np.bincount(pairs.second, weights=per_combination[m:], minlength=m)
+    time += np.bincount(pairs.second, weights=per_combination[m:], minlength=m)
     factor = np.minimum(1.0, 1.0 / np.maximum(time, 1e-300))
     return x * np.minimum(factor[first], factor[second])[:, None]
 

@@ -118,7 +118,7 @@ class AdaptiveJobs:
 
     def dispatched(self, jobs: np.ndarray, steps: np.ndarray) -> None:
         """Published rules: decide each adapting job's next batch size from its progress now."""
-        if not self.published:
+        if not (self.published and self.adapting):
             return
         for i, s in zip(jobs[self.adapts[jobs]].tolist(), steps[self.adapts[jobs]].tolist()):
             epoch = math.ceil(s / self.spe[i])

@@ -367,13 +367,13 @@ class Rounds:
         scale = c.scale[rows]
         placed = self.placement.place(rows, types, scale)
         members = c.members[rows]
-        if (members[:, 1] < 0).all():  # single jobs only: one member per row, in slot 0
-            job_row, slot, jobs = np.arange(rows.size), np.zeros(rows.size, dtype=np.int64), members[:, 0]
+        if not self.policy.uses_pairs:  # single jobs only: one member per row, in slot 0
+            job_row, slot, jobs, job_type = np.arange(rows.size), None, members[:, 0], types
+            rate = c.rates[rows, types, 0]
         else:
             job_row, slot = np.nonzero(members >= 0)
-            jobs = members[job_row, slot]
-        job_type = types[job_row]
-        rate = c.rates[rows[job_row], job_type, slot]
+            jobs, job_type = members[job_row, slot], types[job_row]
+            rate = c.rates[rows[job_row], job_type, slot]
         if cfg.unconsolidated:
             spread = ((placed.servers > 1) & (members[:, 1] < 0))[job_row]
             rate[spread] = w.spread_rates[jobs[spread], job_type[spread]]
