@@ -274,3 +274,43 @@ def test_conic_optimum_matches_a_bisection_of_lps(data):
         assert res.status in (Status.OPTIMAL, Status.FEASIBLE), backend
         assert res.objective == pytest.approx(expected, rel=tol, abs=tol), backend
         assert model.canonical().max_violation(res.x) <= tol * max(1.0, expected), backend
+
+
+@given(st.data())
+def test_the_conic_form_stacks_every_row_and_bound_in_cone_order(data):
+    """:func:`optim.backends.conic.conic_form` against its definition, dense: equal rows and fixed
+    columns (zero cone), then upper rows, negated lower rows, negated lower and upper bounds
+    (nonnegative cone), ``A' x + s = b``."""
+    from optim.backends.conic import conic_form
+
+    n, m = data.draw(st.integers(1, 5)), data.draw(st.integers(0, 5))
+    A = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.0, 1.0, -2.0, 3.5]), min_size=m * n, max_size=m * n)))
+    A = A.reshape(m, n)
+    kinds = data.draw(st.lists(st.sampled_from(["up", "lo", "eq", "both"]),
+                               min_size=m, max_size=m))
+    lo = np.array([{"up": -np.inf, "lo": -1.0, "eq": 2.0, "both": -3.0}[k] for k in kinds])
+    hi = np.array([{"up": 4.0, "lo": np.inf, "eq": 2.0, "both": 5.0}[k] for k in kinds])
+    bounds = data.draw(st.lists(st.sampled_from([(0.0, np.inf), (-np.inf, np.inf), (0.0, 0.0), (-1.0, 2.0),
+                                                 (-np.inf, 3.0)]), min_size=n, max_size=n))
+    model = Model("form")
+    x = model.add_variables("x", n, lb=[b[0] for b in bounds], ub=[b[1] for b in bounds])
+    if m:
+        model.add_rows("rows", {x: A}, lo=lo, hi=hi)
+    model.set_objective({x: np.ones(n)}, sense="min")
+    canon = model.canonical()
+    form = conic_form(canon)
+    clo, chi = canon.col_lo, canon.col_hi
+    fixed = np.isfinite(clo) & (clo == chi)
+    eq = np.isfinite(lo) & (lo == hi)
+    rows = [A[eq], np.eye(n)[fixed], A[np.isfinite(hi) & ~eq], -A[np.isfinite(lo) & ~eq],
+            -np.eye(n)[np.isfinite(clo) & ~fixed], np.eye(n)[np.isfinite(chi) & ~fixed]]
+    sides = [hi[eq], clo[fixed], hi[np.isfinite(hi) & ~eq], -lo[np.isfinite(lo) & ~eq], -clo[np.isfinite(clo) & ~fixed],
+             chi[np.isfinite(chi) & ~fixed]]
+    dense = np.zeros(form.A.shape)
+    dense[form.A.indices, form.A.columns()] = form.A.data
+    np.testing.assert_array_equal(dense, np.vstack(rows))
+    np.testing.assert_array_equal(form.b, np.concatenate(sides))
+    assert (form.zero, form.nonneg) == (int(eq.sum() + fixed.sum()), dense.shape[0] - int(eq.sum() + fixed.sum()))
+    for j in range(n):  # rows sorted within each column
+        column = form.A.indices[form.A.indptr[j]:form.A.indptr[j + 1]]
+        assert (np.diff(column) > 0).all()

@@ -66,8 +66,8 @@ class EcosBackend(Backend):
                 G, E = _rows(A, ~eq, zero, n), _rows(A, eq, 0, n)
                 args = ((A.shape[0] - zero, n, zero), sign * model.c, *G, form.b[zero:], dims, *E, form.b[:zero])
             else:
-                args = ((A.shape[0], n, 0), sign * model.c, A.data, A.indices.astype(np.int64),
-                        A.indptr.astype(np.int64), form.b, dims)
+                args = ((A.shape[0], n, 0), sign * model.c, A.data, A.indices.astype(np.int64, copy=False),
+                        A.indptr.astype(np.int64, copy=False), form.b, dims)
         with stopwatch(timings, "solve"):
             sol = _ecos.csolve(*args, **kwargs)
         info = sol["info"]
