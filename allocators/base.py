@@ -129,10 +129,12 @@ class Policy(SchedulingPolicy):
             )
 
     def _solve(self, model: Model, problem: AllocationProblem | None = None) -> Result:
-        """Solve ``model``; a space-sharing LP (block "x" with rows beyond ``problem``'s jobs)
-        prices its pair columns in by column generation, starting from the single jobs."""
+        """Solve ``model``; a space-sharing LP (block "x" of combinations x types, with rows beyond
+        ``problem``'s jobs) prices its pair columns in by column generation, starting from the
+        single jobs."""
         x = model.blocks.get("x")
-        if problem is None or x is None or x.shape[0] <= problem.num_jobs or model.canonical().is_mip:
+        if (problem is None or x is None or len(x.shape) != 2 or x.shape[0] <= problem.num_jobs
+                or model.canonical().is_mip):
             return self._solve_whole(model)
         singles = np.zeros(x.shape, dtype=bool)
         singles[: problem.num_jobs] = True

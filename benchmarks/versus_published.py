@@ -269,8 +269,8 @@ def replay_rows(args) -> list[dict]:
             row = {"trace": trace, "window": f"{first}:{end}", "multi_gpu": multi, "pair": pair,
                    "schedopt_cpu_s": round(ours_cpu, 3), "schedopt_wall_s": round(ours_wall, 3),
                    "published_cpu_s": round(pub_cpu, 3), "published_wall_s": round(pub_wall, 3),
-                   "cpu_ratio": round(pub_cpu / ours_cpu, 2), "schedopt_jct": round(ours_jct, 1),
-                   "published_jct": round(pub_jct, 1), "jct_diff": f"{ours_jct / pub_jct - 1:+.4%}"}
+                   "cpu_ratio": round(pub_cpu / ours_cpu, 2), "schedopt_jct": round(ours_jct, 3),
+                   "published_jct": pub_jct, "jct_diff": f"{round(ours_jct, 3) / pub_jct - 1:+.6%}"}
             print(row, flush=True)
             rows.append(row)
     return rows

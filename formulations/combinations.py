@@ -15,7 +15,7 @@ the packed space has m + P columns per type, never m².
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -113,19 +113,6 @@ def decode(problem: AllocationProblem, model: Model, result: Result, policy: str
     return _split(problem, repaired, policy, fields)
 
 
-#: the note of an allocation whose program had columns where jobs cannot run
-EVERY_CELL_NOTE = ("every (job, type) cell a column, as in the published program; shares where a job "
-                   "cannot run given back")
-
-
-def only_runnable(allocation: Allocation) -> Allocation:
-    """A single-job allocation solved with a column for every cell (``every_cell``) without the
-    shares where its job cannot run (rate 0, or more GPUs than the type has): no job runs there.
-    Its objective stays the program's."""
-    x = np.where(runnable(allocation.problem), allocation.x, 0.0)
-    return replace(allocation, x=x, notes=[*allocation.notes, EVERY_CELL_NOTE])
-
-
 def _scale_into_budgets(problem: AllocationProblem, x: np.ndarray) -> np.ndarray:
     m = problem.num_jobs
     gpus = problem.scale_factors * multiplicity(problem)
@@ -151,8 +138,7 @@ def _split(problem: AllocationProblem, x: np.ndarray, policy: str, fields: dict)
 
 def singles(problem: AllocationProblem, throughputs: np.ndarray | None = None) -> Combinations:
     """One combination per job, with ``throughputs`` (default: the problem's) as rates; a
-    variant's throughputs must be positive where the problem's are (and only there, unless the
-    program takes every cell: ``runnable`` is the problem's)."""
+    variant's throughputs must be positive exactly where the problem's are."""
     T = problem.throughputs if throughputs is None else throughputs
     m, n = T.shape
     keep = T > 0

@@ -10,17 +10,16 @@ T_ij by 1 (so ``k_i thr_i = s_i / w_i sum_j x_ij``); "packed"
 each member's co-located rate counting toward its throughput. ``z`` is the smallest
 normalized share.
 
-The published program has a column for every (job, type) cell, also where the job cannot run
-(rate 0: Gavel's table gives ResNet-50 at batch size 128 on 2 or more k80s a rate of 0; or more
-GPUs than the type has); ours fixes those at 0 unless built with ``every_cell``. Where the rate
-is 0 they add nothing to z but widen the optimal face, so they move the point an interior-point
-solver returns (``--gavel-compat``). The published agnostic program also counts a rate of 1 on
-them.
+:func:`build_published` is Gavel's own program as its cvxpy code hands it to ECOS
+(:mod:`formulations.published`), for ``--gavel-compat``. It differs from :func:`build` beyond the
+layout: a column on every (job, type) cell, also where the job cannot run (Gavel's table gives
+ResNet-50 at batch size 128 on 2 or more k80s a rate of 0), and the agnostic variant counts a
+rate of 1 there. Those cells add nothing to the level, but they widen the optimal face, and so
+they move the point an interior-point solver returns.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -28,7 +27,7 @@ import numpy as np
 from optim import CsrArrays, Model, Result
 from optim.sparse import scipy_sparse as sp
 
-from . import combinations
+from . import combinations, published
 from .combinations import Combinations
 from .problem import Allocation, AllocationProblem
 
@@ -36,11 +35,10 @@ Variant = Literal["agnostic", "perf", "packed"]
 VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
 
 
-def effective_throughputs(problem: AllocationProblem, variant: Variant, every_cell: bool = False) -> np.ndarray:
-    """The isolated throughput matrix the variant optimizes over (``every_cell``: the published
-    agnostic program's 1 on every type, also where the job cannot run)."""
+def effective_throughputs(problem: AllocationProblem, variant: Variant) -> np.ndarray:
+    """The isolated throughput matrix the variant optimizes over."""
     if variant == "agnostic":
-        return np.ones(problem.throughputs.shape) if every_cell else (problem.throughputs > 0).astype(float)
+        return (problem.throughputs > 0).astype(float)
     if variant in ("perf", "packed"):
         return problem.throughputs
     raise ValueError(f"unknown max-min fairness variant {variant!r}; use one of {VARIANTS}")
@@ -59,13 +57,10 @@ def normalized_coefficients(problem: AllocationProblem, variant: Variant) -> np.
     return T * share_scale(problem, T)[:, None]
 
 
-def space(problem: AllocationProblem, variant: Variant, every_cell: bool = False) -> Combinations:
-    """The combinations the variant allocates over (``every_cell``: each may take every type)."""
-    if variant == "packed":
-        combos = combinations.packed(problem)
-    else:
-        combos = combinations.singles(problem, effective_throughputs(problem, variant, every_cell))
-    return replace(combos, runnable=np.ones_like(combos.runnable)) if every_cell else combos
+def space(problem: AllocationProblem, variant: Variant) -> Combinations:
+    """The combinations the variant allocates over."""
+    T = effective_throughputs(problem, variant)
+    return combinations.packed(problem) if variant == "packed" else combinations.singles(problem, T)
 
 
 def add_max_min(model: Model, x, share: sp.csr_matrix | CsrArrays, keys: np.ndarray | None = None) -> None:
@@ -75,14 +70,12 @@ def add_max_min(model: Model, x, share: sp.csr_matrix | CsrArrays, keys: np.ndar
     model.set_objective({z: 1.0}, sense="max")
 
 
-def build(problem: AllocationProblem, variant: Variant = "perf", *, every_cell: bool = False) -> Model:
-    """The max-min fairness LP (see module docstring); ``every_cell``: with the published program's
-    columns where a job cannot run (:func:`~formulations.combinations.only_runnable` takes their
-    shares back)."""
-    combos = space(problem, variant, every_cell)
+def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
+    """The max-min fairness LP (see module docstring)."""
+    combos = space(problem, variant)
     model = Model(f"max_min_fairness[{variant}]")
     x = combos.add_allocation(model)
-    k = share_scale(problem, effective_throughputs(problem, variant, every_cell))
+    k = share_scale(problem, effective_throughputs(problem, variant))
     add_max_min(model, x, combos.throughput_rows(k), problem.job_ids)
     return model
 
@@ -90,3 +83,42 @@ def build(problem: AllocationProblem, variant: Variant = "perf", *, every_cell: 
 def decode(problem: AllocationProblem, model: Model, result: Result, policy: str) -> Allocation:
     """The allocation in ``result``; its objective is the max-min level z."""
     return combinations.decode(problem, model, result, policy, objective=float(result.value("z")[0]))
+
+
+def published_coefficients(rates: np.ndarray, scale: np.ndarray, weights: np.ndarray,
+                           capacities: np.ndarray) -> np.ndarray:
+    """Gavel's ``c_ij = T_ij s_i / (w_i prop_i)`` computed as its code does, operation for
+    operation (in the published order), so that every coefficient is the same to the last bit:
+    ``prop_i = sum_j T_ij x_j`` with the proportional shares ``x_j = (W_j / m) / sum_k (W_k / m)``."""
+    m, n = rates.shape
+    shares = np.repeat((capacities / m)[None, :], m, axis=0)
+    shares = shares / np.sum(shares, axis=1).max()
+    proportional = np.sum(np.multiply(rates, shares), axis=1).reshape((m, 1))
+    per_job = np.multiply((1.0 / weights).reshape((m, 1)), 1.0 / proportional.reshape((m, 1)))
+    return np.multiply(rates * per_job.reshape((m, 1)), np.repeat(scale.astype(float)[:, None], n, axis=1))
+
+
+def build_published(problem: AllocationProblem, variant: Variant = "perf") -> Model:
+    """Gavel's max-min program ("perf" or "agnostic") in the published layout: columns ``t``
+    (minus the level), then ``x``; rows ``-t - c_i . x_i <= 0`` (:func:`published_coefficients`),
+    then the base rows; minimize ``t``. Read it back with :func:`decode_published`."""
+    if variant not in ("perf", "agnostic"):
+        raise ValueError(f"the published layout covers max_min_fairness[perf|agnostic], not [{variant}]")
+    jobs, types = published.published_order(problem)
+    m, n = jobs.size, types.size
+    rates = problem.throughputs[np.ix_(jobs, types)] if variant == "perf" else np.ones((m, n))
+    c = published_coefficients(rates, problem.scale_factors[jobs], problem.weights[jobs], problem.capacities[types])
+    model = Model(f"max_min_fairness[{variant}] (published layout)")
+    t = model.add_variables("t", 1, lb=-np.inf)
+    x = published.add_allocation(model, problem)
+    model.add_rows("fairness", {t: -np.ones((m, 1)), x: published.per_job(-c)}, hi=0.0)
+    published.add_base_rows(model, x, problem)
+    model.set_objective({t: 1.0}, sense="min")
+    return model
+
+
+def decode_published(problem: AllocationProblem, result: Result, policy: str) -> Allocation:
+    """The allocation of a solved :func:`build_published` (clipped to [0, 1], nothing where a job
+    cannot run: :func:`~formulations.published.published_allocation`); its objective is the level."""
+    return Allocation(problem, published.published_allocation(problem, result), policy,
+                      objective=-float(result.value("t")[0]), result=result, notes=[*result.notes, published.NOTE])

@@ -8,6 +8,10 @@ Over a merged problem (:mod:`formulations.classes`) each class's throughput coun
 prices are given, or for ``max_sum_throughput_perf``). Variants: "perf",
 "normalized_by_cost_perf", "normalized_by_cost_perf_SLOs",
 "normalized_by_cost_packed_SLOs" (the suffix of Gavel's policy names).
+
+:func:`build_published` is Gavel's own program without SLOs, as its cvxpy code hands it to ECOS
+(:mod:`formulations.published`, for ``--gavel-compat``): a column on every (job, type) cell,
+which moves the point an interior-point solver returns where jobs tie.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 
 from optim import Model, Result
 
-from . import combinations
+from . import combinations, published
 from .classes import MergedProblem
 from .problem import Allocation, AllocationProblem
 
@@ -69,3 +73,30 @@ def build(problem: AllocationProblem, variant: str = "perf", *, with_slos: bool 
 def decode(problem: AllocationProblem, model: Model, result: Result, policy: str) -> Allocation:
     """The allocation; its objective is the (cost-normalized) total throughput."""
     return combinations.decode(problem, model, result, policy, objective=result.objective)
+
+
+def build_published(problem: AllocationProblem, variant: str = "perf") -> Model:
+    """Gavel's throughput program without SLOs ("perf", "normalized_by_cost_perf") in the published
+    layout: ``x`` and the base rows; maximize ``sum T_ij / cost_j x_ij``. Read it back with
+    :func:`decode_published`."""
+    if variant not in ("perf", "normalized_by_cost_perf"):
+        raise ValueError(f"the published layout covers max_sum_throughput[perf|normalized_by_cost_perf], "
+                         f"not [{variant}]")
+    jobs, types = published.published_order(problem)
+    cost = np.ones((1, problem.num_types))
+    if uses_prices(variant) and problem.prices is not None:
+        cost[0] = problem.prices[types]
+    model = Model(f"max_sum_throughput[{variant}] (published layout)")
+    x = published.add_allocation(model, problem)
+    published.add_base_rows(model, x, problem)
+    model.set_objective({x: (problem.throughputs[np.ix_(jobs, types)] / cost).reshape(-1, order="F")}, sense="max")
+    return model
+
+
+def decode_published(problem: AllocationProblem, result: Result, policy: str, variant: str = "perf") -> Allocation:
+    """The allocation of a solved :func:`build_published` (clipped to [0, 1], nothing where a job
+    cannot run); its objective is the program's at that allocation."""
+    x = published.published_allocation(problem, result)
+    cost = problem.prices if uses_prices(variant) and problem.prices is not None else np.ones(problem.num_types)
+    return Allocation(problem, x, policy, objective=float((problem.throughputs * x / cost).sum()), result=result,
+                      notes=[*result.notes, published.NOTE])

@@ -24,9 +24,8 @@ from typing import Literal
 import numpy as np
 
 from optim import Model, Result
-from optim.sparse import scipy_sparse as sp
 
-from . import combinations
+from . import combinations, published
 from .combinations import Combinations
 from .problem import Allocation, AllocationProblem
 from .rates import REFERENCE_TYPE, reference_rates, runnable
@@ -89,43 +88,22 @@ def build_deadline_published(problem: AllocationProblem, variant: Variant, deadl
     ``<=`` and in this order: ``-x <= 0``; ``sum_i s_i x_ij <= W_j``; ``sum_j x_ij <= 1``;
     ``-sum_j T_ij x_ij <= -R_i / deadline`` (the "agnostic" rate is the v100 rate on
     every type, as published, 0 included; without v100, :func:`reference_rates`). Read it back
-    with :func:`published_allocation`."""
+    with :func:`~formulations.published.published_allocation`."""
     if variant not in ("perf", "agnostic"):
         raise ValueError(f"the published layout covers min_total_duration[perf|agnostic], not [{variant}]")
     R = problem.require("remaining_steps", f"min_total_duration[{variant}]")
-    jobs, types = _published_order(problem)
+    jobs, types = published.published_order(problem)
     T = problem.throughputs[np.ix_(jobs, types)]
     if variant == "agnostic" and REFERENCE_TYPE in problem.worker_types:
         T = np.repeat(T[:, [sorted(problem.worker_types).index(REFERENCE_TYPE)]], len(types), axis=1)
     elif variant == "agnostic":
         T = reference_rates(problem)[np.ix_(jobs, types)]
-    m, n = T.shape
-    rows_of = sp.kron(sp.eye(n), np.ones((1, m)), format="csr")
-    per_job = sp.kron(np.ones((1, n)), sp.eye(m), format="csr")
     model = Model(f"min_total_duration[{variant}] within {deadline:.6g} s (published layout)")
-    x = model.add_variables("x", m * n, lb=-np.inf)
-    model.add_rows("nonnegative", {x: -sp.eye(m * n, format="csr")}, hi=0.0)
-    model.add_rows("capacity", {x: rows_of.multiply(problem.scale_factors[jobs][None, np.tile(np.arange(m), n)])},
-                   hi=problem.capacities[types].astype(float))
-    model.add_rows("time", {x: per_job}, hi=1.0)
-    model.add_rows("finish", {x: -per_job.multiply(T.reshape(-1, order="F")[None, :])}, hi=-R[jobs] / deadline)
+    x = published.add_allocation(model, problem)
+    published.add_base_rows(model, x, problem)
+    model.add_rows("finish", {x: published.per_job(-T)}, hi=-R[jobs] / deadline)
     model.set_objective({x: 0.0}, sense="max")
     return model
-
-
-def published_allocation(problem: AllocationProblem, result: Result) -> np.ndarray:
-    """(m, n) in the problem's order from a :func:`build_deadline_published` solution,
-    clipped to [0, 1] as the published code does; 0 where a job cannot run (time the
-    published mechanism never uses)."""
-    jobs, types = _published_order(problem)
-    x = np.zeros(problem.throughputs.shape)
-    x[np.ix_(jobs, types)] = result.value("x").reshape(jobs.size, types.size, order="F")
-    return np.where(runnable(problem), x.clip(0.0, 1.0), 0.0)
-
-
-def _published_order(problem: AllocationProblem) -> tuple[np.ndarray, np.ndarray]:
-    """Job rows by job id and worker types by name."""
-    return np.argsort(problem.job_ids, kind="stable"), np.argsort(problem.worker_types, kind="stable")
 
 
 def time_scale(problem: AllocationProblem, variant: Variant) -> float:

@@ -53,8 +53,8 @@ def test_a_run_of_some_systems_keeps_the_rows_of_the_others(tmp_path):
 @pytest.mark.parametrize("trace, window", [("multi_lam1800.trace", (100, 300)), ("single_lam900.trace", (100, 400))])
 def test_compat_replays_reproduce_the_published_average_jct(shared_data, trace, window):
     """The continuous replays of ``benchmarks.versus_published`` under compat: the published
-    simulator's average JCT (its own run, in ``versus_published_replays.csv``) to 0.01 %. With
-    Clarabel on our default program the multi-GPU replay was 0.11 % off."""
+    simulator's average JCT (its own run, printed to 1 ms, in ``versus_published_replays.csv``),
+    every digit. With Clarabel on our own program they were 0.11 % and 0.18 % off."""
     import csv
     from pathlib import Path
 
@@ -66,4 +66,4 @@ def test_compat_replays_reproduce_the_published_average_jct(shared_data, trace, 
                    cluster="v100=36,p100=36,k80=36", throughputs=shared_data / "gavel" / "simulation_throughputs.json",
                    window=window, gavel_compat=True)
     assert run.summary["solver"] == "ecos"
-    assert run.summary["average_jct_window"] == pytest.approx(published[trace], rel=1e-4)
+    assert run.summary["average_jct_window"] == pytest.approx(published[trace], abs=1e-3)

@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 
 from allocators import make_policy
-from formulations import AllocationProblem, JobPairs, allocation_violations
-from formulations.min_total_duration import build_deadline_published, published_allocation
+from formulations import AllocationProblem, JobPairs, allocation_violations, max_min_fairness, max_sum_throughput
+from formulations.min_total_duration import build_deadline_published
+from formulations.published import published_allocation
+from formulations.rates import runnable
 from optim import solve
 
 
@@ -84,7 +86,7 @@ def test_published_layout_gives_the_point_of_gavels_own_program(variant):
     p = problem(T, (2, 2, 3), ("v100", "p100", "k80"), ids=np.array([5, 1, 4, 0, 3, 2]),
                 remaining=rng.uniform(1e3, 1e4, 6))
     deadline = 20000.0
-    result = solve(build_deadline_published(p, variant, deadline), "cvxpy:ECOS")
+    result = solve(build_deadline_published(p, variant, deadline), "ecos")
     ours = published_allocation(p, result)
 
     jobs, types = np.argsort(p.job_ids), np.argsort(p.worker_types)
@@ -102,34 +104,93 @@ def test_published_layout_gives_the_point_of_gavels_own_program(variant):
     assert 0.05 < ours.max() and not np.allclose(ours, ours.round())
 
 
-@pytest.mark.parametrize("variant", ["perf", "agnostic"])
-def test_compat_max_min_is_the_point_of_gavels_own_program(variant):
-    """Under compat, max-min fairness is the published program (a column on every cell, the
-    agnostic variant's rate 1 on every type) solved by ECOS: the point Gavel's own cvxpy + ECOS
-    program stops at, where the optimal face is wide; the shares where a job cannot run (rate 0
-    here) are given back. Clarabel on our default program stops elsewhere on the face."""
+def _gavel_program(kind: str, T: np.ndarray, p: AllocationProblem, deadline: float = 0.0):
+    """Gavel's own cvxpy program (jobs by id, types by name), written from its math: (problem, x)."""
     import cvxpy as cp
 
-    rng = np.random.default_rng(4)
-    T = rng.uniform(0.5, 3.0, (7, 3))
-    T[0, 2] = T[3, 1] = 0.0
-    p = problem(T, (2, 2, 3), ("v100", "p100", "k80"), ids=np.array([5, 1, 4, 0, 3, 2, 6]))
-    policy = f"max_min_fairness{'_perf' if variant == 'perf' else ''}"
-    ours = make_policy(policy, "ecos", gavel_compat=True).allocate(p)
-
     jobs, types = np.argsort(p.job_ids), np.argsort(p.worker_types)
-    rates = T[np.ix_(jobs, types)] if variant == "perf" else np.ones(T.shape)
+    m, n = jobs.size, types.size
+    rates = T[np.ix_(jobs, types)] if kind != "agnostic" else np.ones((m, n))
     W = p.capacities[types]
-    coef = rates / (rates @ W / W.sum())[:, None]
-    x = cp.Variable(rates.shape)
-    constraints = [x >= 0, cp.sum(x, axis=0) <= W, cp.sum(x, axis=1) <= 1]
-    cp.Problem(cp.Maximize(cp.min(cp.sum(cp.multiply(coef, x), axis=1))), constraints).solve(solver="ECOS")
-    theirs = np.zeros(T.shape)
-    theirs[np.ix_(jobs, types)] = x.value.clip(0, 1)
-    assert theirs[T == 0].min() > 1e-3  # the published point gives shares where jobs cannot run
-    np.testing.assert_allclose(ours.x, np.where(T > 0, theirs, 0.0), atol=1e-7)
+    sfa = np.repeat(p.scale_factors[jobs].astype(float)[:, None], n, axis=1)
+    x = cp.Variable((m, n))
+    base = [x >= 0, cp.sum(cp.multiply(sfa, x), axis=0) <= W, cp.sum(x, axis=1) <= 1]
+    if kind == "throughput":
+        return cp.Problem(cp.Maximize(cp.sum(cp.sum(cp.multiply(rates / np.ones((1, n)), x), axis=1))), base), x
+    if kind == "deadline":
+        finish = [cp.sum(cp.multiply(rates, x), axis=1) >= p.remaining_steps[jobs] / deadline]
+        return cp.Problem(cp.Maximize(1), base + finish), x
+    shares = np.array([[w / m for w in W.tolist()] for _ in range(m)])
+    shares = shares / np.sum(shares, axis=1).max()
+    proportional = np.sum(np.multiply(rates, shares), axis=1).reshape((m, 1))
+    weights = np.multiply(np.array([1.0 / w for w in p.weights[jobs]]).reshape((m, 1)), 1.0 / proportional)
+    coef = np.multiply(rates * weights.reshape((m, 1)), sfa)
+    return cp.Problem(cp.Maximize(cp.min(cp.sum(cp.multiply(coef, x), axis=1))), base), x
+
+
+def _ours(kind: str, p: AllocationProblem, deadline: float = 0.0):
+    if kind == "throughput":
+        return max_sum_throughput.build_published(p)
+    if kind == "deadline":
+        return build_deadline_published(p, "perf", deadline)
+    return max_min_fairness.build_published(p, kind)
+
+
+def _tied_problem(seed: int) -> AllocationProblem:
+    """Jobs of three kinds (ties, so wide optimal faces), one of them unable to run on k80 and one
+    on p100, scale factors 1 and 2, ids out of order."""
+    rng = np.random.default_rng(seed)
+    kinds = rng.integers(0, 3, 9)
+    T = rng.uniform(0.5, 3.0, (3, 3))[kinds]
+    T[kinds == 0, 2] = 0.0
+    T[kinds == 1, 1] = 0.0
+    p = problem(T, (4, 3, 5), ("v100", "p100", "k80"), ids=np.array([5, 1, 4, 0, 3, 2, 6, 8, 7]),
+                remaining=rng.uniform(1e3, 1e4, 9))
+    return AllocationProblem(**{**p.__dict__, "scale_factors": np.where(kinds == 2, 2, 1)})
+
+
+@pytest.mark.parametrize("kind", ["perf", "agnostic", "throughput", "deadline"])
+def test_the_published_layout_is_gavels_ecos_data_to_the_last_bit(kind):
+    """What ``ecos`` gets for a published-layout program is what Gavel's cvxpy code hands ECOS,
+    array for array (so both return the same point, bit for bit)."""
+    import cvxpy as cp
+
+    from optim.backends.conic import conic_form
+
+    p = _tied_problem(1)
+    gavel, _ = _gavel_program(kind, p.throughputs, p, deadline=20000.0)
+    data, _, _ = gavel.get_problem_data(cp.ECOS)
+    canon = _ours(kind, p, deadline=20000.0).canonical()
+    form = conic_form(canon)
+    G = data["G"].tocsc()
+    assert form.zero == 0 and (data["A"] is None or data["A"].shape[0] == 0)
+    np.testing.assert_array_equal(form.A.indptr, G.indptr)
+    np.testing.assert_array_equal(form.A.indices, G.indices)
+    np.testing.assert_array_equal(form.A.data, G.data)
+    np.testing.assert_array_equal(form.b, data["h"])
+    np.testing.assert_array_equal((-1.0 if canon.sense == "max" else 1.0) * canon.c, data["c"])
+
+
+@pytest.mark.parametrize("policy", ["max_min_fairness_perf", "max_min_fairness", "max_sum_throughput_perf"])
+def test_compat_allocations_are_gavels_own_points(policy):
+    """Under compat these policies solve the published program with ECOS: the allocation is the one
+    Gavel's own cvxpy + ECOS program returns, bit for bit, clipped to [0, 1] and without the shares
+    where a job cannot run. Clarabel on our program stops elsewhere: on max-min's wide optimal
+    faces far away, on the throughput program in the shares of order 1e-10."""
+    kind = {"max_min_fairness_perf": "perf", "max_min_fairness": "agnostic"}.get(policy, "throughput")
+    p = _tied_problem(2)
+    ours = make_policy(policy, "ecos", gavel_compat=True).allocate(p)
+    gavel, x = _gavel_program(kind, p.throughputs, p)
+    gavel.solve(solver="ECOS")
+    jobs, types = np.argsort(p.job_ids), np.argsort(p.worker_types)
+    theirs = np.zeros(p.throughputs.shape)
+    theirs[np.ix_(jobs, types)] = x.value.clip(0.0, 1.0)
+    np.testing.assert_array_equal(ours.x, np.where(runnable(p), theirs, 0.0))
     assert any("published program" in note for note in ours.notes)
-    assert not np.allclose(make_policy(policy, "clarabel").allocate(p).x, ours.x, atol=1e-3)
+    clarabel = make_policy(policy, "clarabel").allocate(p).x
+    assert not np.array_equal(clarabel, ours.x)  # at least the shares of order 1e-10 that rank jobs for spare GPUs
+    if kind != "throughput":  # max-min faces are wide
+        assert not np.allclose(clarabel, ours.x, atol=1e-4)
 
 
 def test_compat_max_min_runs_on_the_published_solver():
@@ -138,3 +199,5 @@ def test_compat_max_min_runs_on_the_published_solver():
     for policy in ("max_min_fairness", "max_min_fairness_perf", "max_min_fairness_packed"):
         assert default_solver(policy, gavel_compat=True) == "ecos"
         assert default_solver(policy) == "clarabel"
+    assert default_solver("max_sum_throughput_perf", gavel_compat=True) == "ecos"
+    assert default_solver("min_total_duration_perf", gavel_compat=True) == "ecos"

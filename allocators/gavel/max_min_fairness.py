@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from allocators.base import FormulationPolicy, ProgramClass
 from formulations import Allocation, AllocationProblem, max_min_fairness
-from formulations.combinations import only_runnable
 from optim import Model, Result, SolveOptions
 
 
 class MaxMinFairness(FormulationPolicy):
-    """``gavel_compat=True`` solves the published program: a column for every (job, type) cell,
-    also where the job cannot run (its shares there are given back after the solve), by the
-    published simulator's ECOS (``published_solver``, what ``auto`` picks under compat). Where
-    optima are not unique, ECOS and Clarabel stop at different points of the optimal face, and
-    the cells widen it: the published simulator's schedule follows ECOS' point on its program.
-    Space sharing (``max_min_fairness_packed``) keeps its own columns."""
+    """``gavel_compat=True`` on the published solver (``published_solver``, what ``auto`` picks
+    under compat) solves the published program in the published layout
+    (:func:`~formulations.max_min_fairness.build_published`): where optima are not unique the
+    published simulator's schedule follows the point ECOS returns on exactly that data. Space
+    sharing (``max_min_fairness_packed``) and other solvers keep this project's program."""
 
     program = ProgramClass.LP
     formulation = max_min_fairness
@@ -24,14 +22,17 @@ class MaxMinFairness(FormulationPolicy):
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, gavel_compat: bool = False):
         super().__init__(solver, options)
-        self.every_cell = gavel_compat and not self.uses_pairs
+        self.published = gavel_compat and not self.uses_pairs and solver == self.published_solver
 
     def _build(self, problem: AllocationProblem) -> Model:
-        return max_min_fairness.build(problem, self.variant, every_cell=self.every_cell)
+        if self.published:
+            return max_min_fairness.build_published(problem, self.variant)
+        return super()._build(problem)
 
     def _decode(self, problem: AllocationProblem, model: Model, result: Result) -> Allocation:
-        allocation = super()._decode(problem, model, result)
-        return only_runnable(allocation) if self.every_cell else allocation
+        if self.published:
+            return max_min_fairness.decode_published(problem, result, self.name)
+        return super()._decode(problem, model, result)
 
 
 class MaxMinFairnessAgnostic(MaxMinFairness):

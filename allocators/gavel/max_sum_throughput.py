@@ -8,16 +8,29 @@ from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem, max_sum_throughput
 from formulations.classes import MergedProblem, demand_classes, equal_rows, merge_by_demand
 from formulations.rates import runnable
-from optim import Status
+from optim import SolveOptions, Status
 
 
 class MaxSumThroughput(Policy):
     """Maximize total (cost-normalized) throughput; when the SLO rows are infeasible,
-    re-solve without them and say so in the allocation's notes."""
+    re-solve without them and say so in the allocation's notes.
+
+    ``gavel_compat=True`` on the published solver (``published_solver``, what ``auto`` picks under
+    compat) solves the published program without SLOs in the published layout
+    (:func:`~formulations.max_sum_throughput.build_published`): where jobs tie, the published
+    simulator's schedule follows the point ECOS returns on exactly that data."""
 
     program = ProgramClass.LP
     variant: str
     warm_resolve = True
+    supports_gavel_compat = True
+    #: the solver the published simulator ran (``--solver ECOS``), used under ``gavel_compat``
+    published_solver = "ecos"
+
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, gavel_compat: bool = False):
+        super().__init__(solver, options)
+        self.published = (gavel_compat and solver == self.published_solver
+                          and self.variant in ("perf", "normalized_by_cost_perf"))
 
     #: jobs equal in throughputs, scale and weight are merged; with SLOs, demand classes (:meth:`_merged`)
     merge_on = ()
@@ -40,6 +53,11 @@ class MaxSumThroughput(Policy):
         notes = []
         if max_sum_throughput.uses_prices(self.variant) and problem.prices is None:
             notes.append("no prices given: every worker type costs 1")
+        if self.published:
+            result = self._solve(max_sum_throughput.build_published(problem, self.variant))
+            allocation = max_sum_throughput.decode_published(problem, result, self.name, self.variant)
+            allocation.notes[:0] = notes
+            return allocation
         with_slos = max_sum_throughput.uses_slos(self.variant)
         if with_slos and max_sum_throughput.slo_rates(problem)[0].size == 0:
             notes.append("no job has an SLO")

@@ -13,6 +13,7 @@ from formulations import (
     min_total_duration,
 )
 from formulations.classes import demand_classes, equal_rows, expand, level_bound, merge_by_demand
+from formulations.published import published_allocation
 from optim import SolveOptions, Status
 
 #: Gavel's search: T in [100 s, 1e6 s], halved until hi <= 1.05 lo, the range moved up
@@ -52,7 +53,7 @@ class MinTotalDuration(Policy):
     supports_gavel_compat = True
     #: the solver the published simulator ran (``--solver ECOS``), used under ``gavel_compat``
     #: when the solver is left to ``auto``
-    published_solver = "cvxpy:ECOS"
+    published_solver = "ecos"
     merge_on = ("remaining_steps",)
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, gavel_compat: bool = False):
@@ -126,7 +127,7 @@ class MinTotalDuration(Policy):
             lo, hi = hi, hi * 10.0
         model, result, deadline = best
         if published:
-            allocation = Allocation(problem, min_total_duration.published_allocation(problem, result), self.name,
+            allocation = Allocation(problem, published_allocation(problem, result), self.name,
                                     objective=deadline, result=result)
         else:
             allocation = combinations.decode(problem, model, result, self.name, objective=deadline)
