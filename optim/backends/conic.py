@@ -38,8 +38,10 @@ def conic_form(model: CanonicalModel) -> ConicForm:
     cl = np.isfinite(clo) & ~fixed
     cu = np.isfinite(chi) & ~fixed
     counts = [int(np.count_nonzero(mask)) for mask in (eq, fixed, up, lw, cl, cu)]
-    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
     A = model.A
+    if counts == [0, 0, m, 0, 0, 0] and model.hyperbolic is None:  # A x <= hi over free columns: A itself
+        return ConicForm(A, hi.copy(), 0, m, 0, _NONE, np.arange(m), _NONE)
+    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
     a_rows, a_cols = A.indices, A.columns()
     rows, cols, vals = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
     for mask, slot, sign in ((eq, 0, 1.0), (up, 2, 1.0), (lw, 3, -1.0)):
@@ -77,6 +79,9 @@ def conic_form(model: CanonicalModel) -> ConicForm:
                                distinct=model.hyperbolic is None)
     return ConicForm(matrix, np.concatenate(b), int(starts[2]), int(starts[6] - starts[2]), soc,
                      np.flatnonzero(eq), np.flatnonzero(up), np.flatnonzero(lw))
+
+
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 def conic_result(status: Status, message: str, x, z, iterations: int, model: CanonicalModel, form: ConicForm,
