@@ -14,19 +14,15 @@ import functools
 from typing import NamedTuple
 
 from ..canonical import CanonicalModel
-from ..capabilities import Capability
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
-from .base import Backend, stopwatch
-from .conic import conic_form, conic_result
+from .base import stopwatch
+from .conic import ConicBackend, conic_form, conic_result
 
 
-class ClarabelBackend(Backend):
+class ClarabelBackend(ConicBackend):
     spec = "clarabel"
     package = "clarabel"
-
-    def capabilities(self) -> frozenset[Capability]:
-        return frozenset({Capability.LP, Capability.SOC, Capability.DUALS})
 
     def version(self) -> str:
         return _version()

@@ -12,9 +12,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..canonical import CanonicalModel
+from ..capabilities import Capability
 from ..result import Result, Status, Timings
 from ..sparse import csc_from_triplets, transpose_times
 from ..sparse import scipy_sparse as sp
+from .base import Backend
+
+
+class ConicBackend(Backend):
+    """An interior-point solver that reads :func:`conic_form`: LPs and second-order cones, with duals."""
+
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset({Capability.LP, Capability.SOC, Capability.DUALS})
 
 
 class ConicForm:

@@ -19,11 +19,10 @@ import functools
 import numpy as np
 
 from ..canonical import CanonicalModel
-from ..capabilities import Capability
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
-from .base import Backend, stopwatch
-from .conic import conic_form, conic_result
+from .base import stopwatch
+from .conic import ConicBackend, conic_form, conic_result
 
 #: ECOS' exit flags (ecos.h): optimal, certificates, and the same to reduced accuracy
 _STATUS = {
@@ -36,12 +35,9 @@ _STATUS = {
 }
 
 
-class EcosBackend(Backend):
+class EcosBackend(ConicBackend):
     spec = "ecos"
     package = "ecos"
-
-    def capabilities(self) -> frozenset[Capability]:
-        return frozenset({Capability.LP, Capability.SOC, Capability.DUALS})
 
     def version(self) -> str:
         return _version()
