@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from optim import CsrArrays, Model, Result
+from optim import CanonicalModel, CsrArrays, Model, Result
 from optim.sparse import scipy_sparse as sp
 
 from . import combinations, published
@@ -98,23 +98,18 @@ def published_coefficients(rates: np.ndarray, scale: np.ndarray, weights: np.nda
     return np.multiply(rates * per_job.reshape((m, 1)), np.repeat(scale.astype(float)[:, None], n, axis=1))
 
 
-def build_published(problem: AllocationProblem, variant: Variant = "perf") -> Model:
-    """Gavel's max-min program ("perf" or "agnostic") in the published layout: columns ``t``
-    (minus the level), then ``x``; rows ``-t - c_i . x_i <= 0`` (:func:`published_coefficients`),
-    then the base rows; minimize ``t``. Read it back with :func:`decode_published`."""
+def build_published(problem: AllocationProblem, variant: Variant = "perf") -> CanonicalModel:
+    """Gavel's max-min program ("perf" or "agnostic") in the published layout
+    (:func:`~formulations.published.layout`; the agnostic program's rate is 1 on every type):
+    columns ``t`` (minus the level), then ``x``; rows ``-t - c_i . x_i <= 0``
+    (:func:`published_coefficients`), then the base rows; minimize ``t``. Read it back with
+    :func:`decode_published`."""
     if variant not in ("perf", "agnostic"):
         raise ValueError(f"the published layout covers max_min_fairness[perf|agnostic], not [{variant}]")
     jobs, types = published.published_order(problem)
-    m, n = jobs.size, types.size
-    rates = problem.throughputs[np.ix_(jobs, types)] if variant == "perf" else np.ones((m, n))
+    rates = problem.throughputs[np.ix_(jobs, types)] if variant == "perf" else np.ones((jobs.size, types.size))
     c = published_coefficients(rates, problem.scale_factors[jobs], problem.weights[jobs], problem.capacities[types])
-    model = Model(f"max_min_fairness[{variant}] (published layout)")
-    t = model.add_variables("t", 1, lb=-np.inf)
-    x = published.add_allocation(model, problem)
-    model.add_rows("fairness", {t: -np.ones((m, 1)), x: published.per_job(-c)}, hi=0.0)
-    published.add_base_rows(model, x, problem)
-    model.set_objective({t: 1.0}, sense="min")
-    return model
+    return published.layout(problem, f"max_min_fairness[{variant}]", epigraph=c)
 
 
 def decode_published(problem: AllocationProblem, result: Result, policy: str) -> Allocation:

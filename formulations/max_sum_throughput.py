@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optim import Model, Result
+from optim import CanonicalModel, Model, Result
 
 from . import combinations, published
 from .classes import MergedProblem
@@ -75,10 +75,10 @@ def decode(problem: AllocationProblem, model: Model, result: Result, policy: str
     return combinations.decode(problem, model, result, policy, objective=result.objective)
 
 
-def build_published(problem: AllocationProblem, variant: str = "perf") -> Model:
+def build_published(problem: AllocationProblem, variant: str = "perf") -> CanonicalModel:
     """Gavel's throughput program without SLOs ("perf", "normalized_by_cost_perf") in the published
-    layout: ``x`` and the base rows; maximize ``sum T_ij / cost_j x_ij``. Read it back with
-    :func:`decode_published`."""
+    layout (:func:`~formulations.published.layout`): ``x`` and the base rows; maximize
+    ``sum T_ij / cost_j x_ij``. Read it back with :func:`decode_published`."""
     if variant not in ("perf", "normalized_by_cost_perf"):
         raise ValueError(f"the published layout covers max_sum_throughput[perf|normalized_by_cost_perf], "
                          f"not [{variant}]")
@@ -86,11 +86,8 @@ def build_published(problem: AllocationProblem, variant: str = "perf") -> Model:
     cost = np.ones((1, problem.num_types))
     if uses_prices(variant) and problem.prices is not None:
         cost[0] = problem.prices[types]
-    model = Model(f"max_sum_throughput[{variant}] (published layout)")
-    x = published.add_allocation(model, problem)
-    published.add_base_rows(model, x, problem)
-    model.set_objective({x: (problem.throughputs[np.ix_(jobs, types)] / cost).reshape(-1, order="F")}, sense="max")
-    return model
+    return published.layout(problem, f"max_sum_throughput[{variant}]",
+                            objective=problem.throughputs[np.ix_(jobs, types)] / cost)
 
 
 def decode_published(problem: AllocationProblem, result: Result, policy: str, variant: str = "perf") -> Allocation:

@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from optim import Model, Result
+from optim import CanonicalModel, Model, Result
 
 from . import combinations, published
 from .combinations import Combinations
@@ -79,7 +79,7 @@ def build_deadline(problem: AllocationProblem, variant: Variant, deadline: float
     return model
 
 
-def build_deadline_published(problem: AllocationProblem, variant: Variant, deadline: float) -> Model:
+def build_deadline_published(problem: AllocationProblem, variant: Variant, deadline: float) -> CanonicalModel:
     """Gavel's own feasibility program for makespan ``deadline`` ("perf" or "agnostic"),
     laid out as its cvxpy code hands it to the solver, so that an interior-point solver
     that stops inside the feasible set stops at the published point.
@@ -98,12 +98,8 @@ def build_deadline_published(problem: AllocationProblem, variant: Variant, deadl
         T = np.repeat(T[:, [sorted(problem.worker_types).index(REFERENCE_TYPE)]], len(types), axis=1)
     elif variant == "agnostic":
         T = reference_rates(problem)[np.ix_(jobs, types)]
-    model = Model(f"min_total_duration[{variant}] within {deadline:.6g} s (published layout)")
-    x = published.add_allocation(model, problem)
-    published.add_base_rows(model, x, problem)
-    model.add_rows("finish", {x: published.per_job(-T)}, hi=-R[jobs] / deadline)
-    model.set_objective({x: 0.0}, sense="max")
-    return model
+    return published.layout(problem, f"min_total_duration[{variant}] within {deadline:.6g} s", after=-T,
+                            after_hi=-R[jobs] / deadline)
 
 
 def time_scale(problem: AllocationProblem, variant: Variant) -> float:

@@ -4,20 +4,25 @@ Where the optimal face (or, for a feasibility program, the feasible set) is wide
 interior-point solver returns a point inside it that depends on the program's exact data:
 the order of columns and rows, and every coefficient to the last bit (the published
 mechanism ranks jobs by allocation / share, so shares of order 1e-10 where a job gets
-"nothing" decide who takes spare GPUs). A model built here, solved by ``ecos`` (whose conic
+"nothing" decide who takes spare GPUs). A program built here, solved by ``ecos`` (whose conic
 form of it is cvxpy's ECOS data, array for array), gives the published point exactly.
 
-The layout: jobs by id, worker types by name; ``x`` column-major over them, free (its sign is
-a row); after any columns a policy puts first, the rows, all ``<=``, in the published order
-``-x <= 0``, ``sum_i s_i x_ij <= W_j``, ``sum_j x_ij <= 1``. cvxpy drops zero coefficients,
-and so does :meth:`optim.Model.canonical`.
+The layout (:func:`layout`): jobs by id, worker types by name; ``x`` column-major over them and
+free (its sign is a row), after an epigraph column ``t`` where the objective is a minimum; rows,
+all ``<=``, in cvxpy's order: the epigraph's ``-t - c_i . x_i <= 0``, then ``-x <= 0``,
+``sum_i s_i x_ij <= W_j``, ``sum_j x_ij <= 1``, then any further rows ``a_i . x_i <= h_i``; no
+zero coefficients (cvxpy drops them). The data is that of a fixed pattern, so it is assembled as
+arrays, column by column, rather than through :class:`optim.Model`.
 """
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from optim import CsrArrays, Model, Result, VarBlock
+from optim import CanonicalModel, CscArrays, Result, VarBlock, VarType
+from optim.tally import add_build
 
 from .problem import AllocationProblem
 from .rates import runnable
@@ -32,30 +37,60 @@ def published_order(problem: AllocationProblem) -> tuple[np.ndarray, np.ndarray]
     return np.argsort(problem.job_ids, kind="stable"), np.argsort(problem.worker_types, kind="stable")
 
 
-def add_allocation(model: Model, problem: AllocationProblem) -> VarBlock:
-    """``x``: free, column-major over jobs by id and types by name."""
-    return model.add_variables("x", problem.num_jobs * problem.num_types, lb=-np.inf)
-
-
-def add_base_rows(model: Model, x: VarBlock, problem: AllocationProblem) -> None:
-    """The published base rows over ``x``, in the published order (after the objective's rows
-    where the objective has some, as cvxpy puts an epigraph's rows first)."""
+def layout(problem: AllocationProblem, name: str, *, epigraph: np.ndarray | None = None,
+           objective: np.ndarray | None = None, after: np.ndarray | None = None,
+           after_hi: np.ndarray | None = None) -> CanonicalModel:
+    """The program in the published layout, (m, n) arrays in the published order (jobs by id, types
+    by name): ``epigraph`` c (maximize ``min_i c_i . x_i`` as cvxpy does: minimize ``t`` over rows
+    ``-t - c_i . x_i <= 0``), else maximize ``objective . x`` (0: a feasibility program); ``after``
+    (rows ``after_i . x_i <= after_hi_i`` after the base rows)."""
+    start = time.perf_counter()
     jobs, types = published_order(problem)
     m, n = jobs.size, types.size
-    cells = np.arange(m * n)
-    model.add_rows("nonnegative", {x: CsrArrays(np.full(m * n, -1.0), cells, np.arange(m * n + 1), (m * n, m * n))},
-                   hi=0.0)
-    scale = np.tile(problem.scale_factors[jobs].astype(float), n)
-    model.add_rows("capacity", {x: CsrArrays(scale, cells, np.arange(0, m * n + 1, m), (n, m * n))},
-                   hi=problem.capacities[types].astype(float))
-    model.add_rows("time", {x: per_job(np.ones((m, n)))}, hi=1.0)
-
-
-def per_job(values: np.ndarray) -> CsrArrays:
-    """(m, m n): row i holds ``values[i, j]`` at job i's cells of a column-major ``x``."""
-    m, n = values.shape
-    return CsrArrays(values.reshape(-1), (np.arange(m)[:, None] + m * np.arange(n)[None, :]).reshape(-1),
-                     np.arange(0, m * n + 1, n), (m, m * n))
+    cells = m * n
+    k = np.arange(cells)
+    job, kind = k % m, k // m
+    lead = 0 if epigraph is None else 1
+    first = lead * m  # rows before the base rows
+    base = first + cells + n + m
+    parts = [(-epigraph if epigraph is not None else np.zeros((m, n))).reshape(-1, order="F"),
+             np.full(cells, -1.0), problem.scale_factors[jobs].astype(float)[job], np.ones(cells),
+             (after if after is not None else np.zeros((m, n))).reshape(-1, order="F")]
+    rows = np.stack([job, first + k, first + cells + kind, first + cells + n + job, base + job], axis=1)
+    values = np.stack(parts, axis=1)
+    keep = values != 0.0
+    indptr = np.zeros(lead + cells + 1, dtype=np.int32)
+    indptr[1] = lead * m
+    np.cumsum(keep.sum(axis=1), out=indptr[lead + 1:])
+    indptr[lead + 1:] += lead * m
+    indices = np.concatenate([np.arange(lead * m), rows[keep]]).astype(np.int32)
+    data = np.concatenate([np.full(lead * m, -1.0), values[keep]])
+    num_rows = base + (0 if after is None else m)
+    hi = [np.zeros(first + cells), problem.capacities[types].astype(float), np.ones(m)]
+    if after is not None:
+        hi.append(np.asarray(after_hi, dtype=float))
+    c = np.zeros(lead + cells)
+    if epigraph is not None:
+        c[0] = 1.0
+    elif objective is not None:
+        c[:] = objective.reshape(-1, order="F")
+    blocks = {"x": VarBlock("x", lead, (cells,), VarType.CONTINUOUS)}
+    if lead:
+        blocks = {"t": VarBlock("t", 0, (1,), VarType.CONTINUOUS), **blocks}
+    row_blocks = {"nonnegative": slice(first, first + cells), "capacity": slice(first + cells, first + cells + n),
+                  "time": slice(first + cells + n, base)}
+    if lead:
+        row_blocks = {"epigraph": slice(0, m), **row_blocks}
+    if after is not None:
+        row_blocks["after"] = slice(base, num_rows)
+    model = CanonicalModel(
+        name=f"{name} (published layout)", sense="min" if lead else "max", c=c, offset=0.0,
+        A=CscArrays(data, indices, indptr, (num_rows, lead + cells)), row_lo=np.full(num_rows, -np.inf),
+        row_hi=np.concatenate(hi), col_lo=np.full(lead + cells, -np.inf), col_hi=np.full(lead + cells, np.inf),
+        integrality=np.zeros(lead + cells, dtype=bool), log_terms=None, blocks=blocks, row_blocks=row_blocks,
+        build_seconds=time.perf_counter() - start)
+    add_build(model.build_seconds)
+    return model
 
 
 def published_allocation(problem: AllocationProblem, result: Result) -> np.ndarray:

@@ -130,6 +130,11 @@ class CanonicalModel:
     col_keys: Mapping[str, np.ndarray] = field(default_factory=dict)
     row_keys: Mapping[str, np.ndarray] = field(default_factory=dict)
 
+    def canonical(self) -> CanonicalModel:
+        """Itself: a canonical model is its own canonical form (so it goes where a
+        :class:`~optim.Model` goes)."""
+        return self
+
     def block_keys(self, name: str) -> np.ndarray:
         """Keys of variable block ``name``'s leading index (its positions if none were given)."""
         keys = self.col_keys.get(name)

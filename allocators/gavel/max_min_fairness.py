@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from allocators.base import FormulationPolicy, ProgramClass
 from formulations import Allocation, AllocationProblem, max_min_fairness
-from optim import Model, Result, SolveOptions
+from optim import CanonicalModel, Model, Result, SolveOptions
 
 
 class MaxMinFairness(FormulationPolicy):
@@ -24,7 +24,7 @@ class MaxMinFairness(FormulationPolicy):
         super().__init__(solver, options)
         self.published = gavel_compat and not self.uses_pairs and solver == self.published_solver
 
-    def _build(self, problem: AllocationProblem) -> Model:
+    def _build(self, problem: AllocationProblem) -> Model | CanonicalModel:
         if self.published:
             return max_min_fairness.build_published(problem, self.variant)
         return super()._build(problem)
