@@ -91,9 +91,9 @@ def published_coefficients(rates: np.ndarray, scale: np.ndarray, weights: np.nda
     operation (in the published order), so that every coefficient is the same to the last bit:
     ``prop_i = sum_j T_ij x_j`` with the proportional shares ``x_j = (W_j / m) / sum_k (W_k / m)``."""
     m, n = rates.shape
-    shares = np.repeat((capacities / m)[None, :], m, axis=0)
-    shares = shares / np.sum(shares, axis=1).max()
-    proportional = np.sum(np.multiply(rates, shares), axis=1).reshape((m, 1))
+    share = capacities / m  # every row of the published (m, n) array; its rows' sums are equal
+    share = share / np.sum(share[None, :], axis=1)[0]
+    proportional = np.sum(np.multiply(rates, share[None, :]), axis=1).reshape((m, 1))
     per_job = np.multiply((1.0 / weights).reshape((m, 1)), 1.0 / proportional.reshape((m, 1)))
     return np.multiply(rates * per_job.reshape((m, 1)), np.repeat(scale.astype(float)[:, None], n, axis=1))
 

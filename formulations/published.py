@@ -34,7 +34,9 @@ NOTE = ("the published program and layout (a column on every (job, type) cell), 
 
 def published_order(problem: AllocationProblem) -> tuple[np.ndarray, np.ndarray]:
     """Job rows by job id and worker types by name."""
-    return np.argsort(problem.job_ids, kind="stable"), np.argsort(problem.worker_types, kind="stable")
+    names = problem.worker_types
+    return (np.argsort(problem.job_ids, kind="stable"),
+            np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64))
 
 
 def layout(problem: AllocationProblem, name: str, *, epigraph: np.ndarray | None = None,
@@ -53,15 +55,17 @@ def layout(problem: AllocationProblem, name: str, *, epigraph: np.ndarray | None
     lead = 0 if epigraph is None else 1
     first = lead * m  # rows before the base rows
     base = first + cells + n + m
-    parts = [(-epigraph if epigraph is not None else np.zeros((m, n))).reshape(-1, order="F"),
-             np.full(cells, -1.0), problem.scale_factors[jobs].astype(float)[job], np.ones(cells),
-             (after if after is not None else np.zeros((m, n))).reshape(-1, order="F")]
-    rows = np.stack([job, first + k, first + cells + kind, first + cells + n + job, base + job], axis=1)
-    values = np.stack(parts, axis=1)
+    rows = np.empty((cells, 5), dtype=np.int64)  # per column: epigraph, sign, capacity, time, after row
+    rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 4] = job, first + k, first + cells + kind, \
+        first + cells + n + job, base + job
+    values = np.empty((cells, 5))
+    values[:, 0] = 0.0 if epigraph is None else -epigraph.reshape(-1, order="F")
+    values[:, 1], values[:, 2], values[:, 3] = -1.0, problem.scale_factors[jobs].astype(float)[job], 1.0
+    values[:, 4] = 0.0 if after is None else after.reshape(-1, order="F")
     keep = values != 0.0
     indptr = np.zeros(lead + cells + 1, dtype=np.int32)
     indptr[1] = lead * m
-    np.cumsum(keep.sum(axis=1), out=indptr[lead + 1:])
+    np.cumsum(3 + keep[:, 0] + keep[:, 4], out=indptr[lead + 1:])  # scale factors are >= 1
     indptr[lead + 1:] += lead * m
     indices = np.concatenate([np.arange(lead * m), rows[keep]]).astype(np.int32)
     data = np.concatenate([np.full(lead * m, -1.0), values[keep]])
