@@ -101,6 +101,6 @@ def published_allocation(problem: AllocationProblem, result: Result) -> np.ndarr
     """(m, n) in the problem's order from a published-layout solution, clipped to [0, 1] as the
     published code does; 0 where a job cannot run (time the published mechanism never uses)."""
     jobs, types = published_order(problem)
-    x = np.zeros(problem.throughputs.shape)
-    x[np.ix_(jobs, types)] = result.value("x").reshape(jobs.size, types.size, order="F")
+    x = np.empty(problem.throughputs.shape)
+    x[jobs] = result.value("x").reshape(jobs.size, types.size, order="F")[:, np.argsort(types)]
     return np.where(runnable(problem), x.clip(0.0, 1.0), 0.0)

@@ -40,6 +40,9 @@ def conic_form(model: CanonicalModel) -> ConicForm:
     """One COO assembly of the rows in the order of the module docstring."""
     n, m = model.num_vars, model.num_rows
     lo, hi, clo, chi = model.row_lo, model.row_hi, model.col_lo, model.col_hi
+    if (model.hyperbolic is None and (lo == -np.inf).all() and np.isfinite(hi).all() and (clo == -np.inf).all()
+            and (chi == np.inf).all()):  # A x <= hi over free columns: A itself
+        return ConicForm(model.A, hi.copy(), 0, m, 0, _NONE, np.arange(m), _NONE)
     eq = np.isfinite(lo) & (lo == hi)
     up = np.isfinite(hi) & ~eq
     lw = np.isfinite(lo) & ~eq
@@ -48,8 +51,6 @@ def conic_form(model: CanonicalModel) -> ConicForm:
     cu = np.isfinite(chi) & ~fixed
     counts = [int(np.count_nonzero(mask)) for mask in (eq, fixed, up, lw, cl, cu)]
     A = model.A
-    if counts == [0, 0, m, 0, 0, 0] and model.hyperbolic is None:  # A x <= hi over free columns: A itself
-        return ConicForm(A, hi.copy(), 0, m, 0, _NONE, np.arange(m), _NONE)
     starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
     a_rows, a_cols = A.indices, A.columns()
     rows, cols, vals = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
