@@ -27,7 +27,7 @@ from .rows import write_rows
 
 SMALL, LARGE = "v100=4,p100=4,k80=4", "v100=8,p100=16,k80=24"
 #: (trace, cluster, policy, gavel_compat) -> (average JCT, makespan or None): the first three from the issue,
-#: the others the published simulator's own runs (stanford-futuredata/gavel c4fa400,
+#: the sixteen others the published simulator's own runs (stanford-futuredata/gavel c4fa400,
 #: ``simulate_scheduler_with_trace.py -c 4:4:4 --seed 0 --solver ECOS``, run by us on 2026-11-27)
 PUBLISHED = {
     ("artifact_evaluation.trace", SMALL, "max_min_fairness_perf", False): (1835.5, 3065.8),
@@ -46,6 +46,10 @@ PUBLISHED = {
         ("highmem_test", "max_min_fairness_perf", (181.326, 412.918)),
         ("highmem_test", "max_sum_throughput_perf", (184.659, 487.929)),
         ("highmem_test", "max_min_fairness", (189.572, 570.617)),
+        ("artifact_evaluation", "finish_time_fairness_perf", (1951.975, 3047.816)),
+        ("debug_v2", "finish_time_fairness_perf", (6261.216, 14846.110)),
+        ("small_test", "finish_time_fairness_perf", (149.718, 450.449)),
+        ("highmem_test", "finish_time_fairness_perf", (175.935, 412.925)),
     )},
 }
 

@@ -24,9 +24,9 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from optim import Model, Result, Status
+from optim import CanonicalModel, Model, Result, Status
 
-from . import combinations
+from . import combinations, published
 from .classes import MergedProblem, demand_classes, expand, merge_by_demand
 from .combinations import Combinations
 from .problem import Allocation, AllocationProblem
@@ -174,3 +174,39 @@ def isolated_allocation(problem: AllocationProblem, lv: Levels, policy: str, rea
     allocation = Allocation(problem, isolated_shares(problem), policy, notes=[f"fell back to isolated: {reason}"])
     allocation.objective = float(lv.rho(lv.isolated_throughput).max())
     return allocation
+
+
+def published_isolated_throughputs(rates: np.ndarray, scale: np.ndarray, capacities: np.ndarray) -> np.ndarray:
+    """Gavel's ``iso_i`` as its isolated policy computes it, operation for operation (published
+    order): ``x_ij = (W_j / m) / s_i`` on every cell, also where the job cannot run, each row
+    scaled down to sum to at most 1, ``iso_i = sum_j T_ij x_ij``."""
+    m, n = rates.shape
+    shares = np.repeat((capacities / m)[None, :], m, axis=0) / np.repeat(scale.astype(float)[:, None], n, axis=1)
+    per_row = np.sum(shares, axis=1)
+    shares = shares / np.maximum(per_row, np.ones(per_row.shape))[:, None]
+    return np.sum(np.multiply(rates, shares), axis=1)
+
+
+def build_published(problem: AllocationProblem, isolated: np.ndarray, cumulative: np.ndarray) -> CanonicalModel:
+    """Gavel's "perf" program for two jobs or more, in the published layout
+    (:func:`~formulations.published.layout`): minimize ``max_i (t_i + R_i / thr_i(x)) / D_i`` with
+    ``D_i = C_i + R_i / iso_i`` (``isolated``, ``cumulative``: in the problem's order), as cvxpy lays
+    out ``maximum`` of ``inv_pos`` terms, with its arithmetic: ``R_i (1 / D_i)`` and ``-(t_i (1 / D_i))``.
+    Read it back with :func:`decode_published`."""
+    jobs, types = published.published_order(problem)
+    R = problem.require("remaining_steps", "finish_time_fairness[perf]")[jobs]
+    per_level = 1.0 / (cumulative[jobs] + R / isolated[jobs])
+    return published.layout(problem, "finish_time_fairness[perf]", reciprocal=(
+        problem.throughputs[np.ix_(jobs, types)], (R * per_level, -(problem.elapsed()[jobs] * per_level))))
+
+
+def decode_published(problem: AllocationProblem, result: Result, isolated: np.ndarray, cumulative: np.ndarray,
+                     policy: str) -> Allocation:
+    """The allocation of a solved :func:`build_published` (clipped to [0, 1], nothing where a job
+    cannot run); its objective is the worst finish-time ratio at that allocation."""
+    x = published.published_allocation(problem, result)
+    R = problem.remaining_steps
+    with np.errstate(divide="ignore"):
+        rho = (problem.elapsed() + R / (problem.throughputs * x).sum(axis=1)) / (cumulative + R / isolated)
+    return Allocation(problem, x, policy, objective=float(rho.max()), result=result,
+                      notes=[*result.notes, published.NOTE])

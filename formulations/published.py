@@ -21,7 +21,8 @@ import time
 
 import numpy as np
 
-from optim import CanonicalModel, CscArrays, Result, VarBlock, VarType
+from optim import CanonicalModel, CscArrays, HyperbolicCones, Result, VarBlock, VarType
+from optim.sparse import scipy_sparse as sp
 from optim.tally import add_build
 
 from .problem import AllocationProblem
@@ -41,17 +42,23 @@ def published_order(problem: AllocationProblem) -> tuple[np.ndarray, np.ndarray]
 
 def layout(problem: AllocationProblem, name: str, *, epigraph: np.ndarray | None = None,
            objective: np.ndarray | None = None, after: np.ndarray | None = None,
-           after_hi: np.ndarray | None = None) -> CanonicalModel:
+           after_hi: np.ndarray | None = None, reciprocal: tuple[np.ndarray, np.ndarray] | None = None
+           ) -> CanonicalModel:
     """The program in the published layout, (m, n) arrays in the published order (jobs by id, types
     by name): ``epigraph`` c (maximize ``min_i c_i . x_i`` as cvxpy does: minimize ``t`` over rows
     ``-t - c_i . x_i <= 0``), else maximize ``objective . x`` (0: a feasibility program); ``after``
-    (rows ``after_i . x_i <= after_hi_i`` after the base rows)."""
+    (rows ``after_i . x_i <= after_hi_i`` after the base rows). ``reciprocal = (T, (a, b))``:
+    minimize ``max_i a_i / (T_i . x_i) - b_i`` as cvxpy does for ``maximum`` of ``inv_pos`` terms:
+    columns ``t, x, u``, rows ``-t + a_i u_i <= b_i`` first, and after every row one rotated cone
+    ``(T_i . x_i) u_i >= 1`` per job, ``(T_i . x_i + u_i, T_i . x_i - u_i, 2)``."""
     start = time.perf_counter()
     jobs, types = published_order(problem)
     m, n = jobs.size, types.size
     cells = m * n
     k = np.arange(cells)
     job, kind = k % m, k // m
+    if reciprocal is not None:
+        epigraph = np.zeros((m, n))
     lead = 0 if epigraph is None else 1
     first = lead * m  # rows before the base rows
     base = first + cells + n + m
@@ -73,7 +80,18 @@ def layout(problem: AllocationProblem, name: str, *, epigraph: np.ndarray | None
     hi = [np.zeros(first + cells), problem.capacities[types].astype(float), np.ones(m)]
     if after is not None:
         hi.append(np.asarray(after_hi, dtype=float))
-    c = np.zeros(lead + cells)
+    tail, cones = 0, None
+    if reciprocal is not None:  # one column u_i per job after x, in its epigraph row
+        rates, (a, b) = reciprocal
+        tail = m
+        keep = a != 0.0
+        indptr = np.concatenate([indptr, indptr[-1] + np.cumsum(keep)]).astype(np.int32)
+        indices = np.concatenate([indices, np.arange(m, dtype=np.int32)[keep]])
+        data = np.concatenate([data, a[keep]])
+        hi[0] = np.concatenate([b, hi[0][m:]])
+        cones = _reciprocal_cones(rates, lead + cells, m)
+    columns = lead + cells + tail
+    c = np.zeros(columns)
     if epigraph is not None:
         c[0] = 1.0
     elif objective is not None:
@@ -81,6 +99,8 @@ def layout(problem: AllocationProblem, name: str, *, epigraph: np.ndarray | None
     blocks = {"x": VarBlock("x", lead, (cells,), VarType.CONTINUOUS)}
     if lead:
         blocks = {"t": VarBlock("t", 0, (1,), VarType.CONTINUOUS), **blocks}
+    if tail:
+        blocks["u"] = VarBlock("u", lead + cells, (tail,), VarType.CONTINUOUS)
     row_blocks = {"nonnegative": slice(first, first + cells), "capacity": slice(first + cells, first + cells + n),
                   "time": slice(first + cells + n, base)}
     if lead:
@@ -89,12 +109,23 @@ def layout(problem: AllocationProblem, name: str, *, epigraph: np.ndarray | None
         row_blocks["after"] = slice(base, num_rows)
     model = CanonicalModel(
         name=f"{name} (published layout)", sense="min" if lead else "max", c=c, offset=0.0,
-        A=CscArrays(data, indices, indptr, (num_rows, lead + cells)), row_lo=np.full(num_rows, -np.inf),
-        row_hi=np.concatenate(hi), col_lo=np.full(lead + cells, -np.inf), col_hi=np.full(lead + cells, np.inf),
-        integrality=np.zeros(lead + cells, dtype=bool), log_terms=None, blocks=blocks, row_blocks=row_blocks,
-        build_seconds=time.perf_counter() - start)
+        A=CscArrays(data, indices, indptr, (num_rows, columns)), row_lo=np.full(num_rows, -np.inf),
+        row_hi=np.concatenate(hi), col_lo=np.full(columns, -np.inf), col_hi=np.full(columns, np.inf),
+        integrality=np.zeros(columns, dtype=bool), log_terms=None, blocks=blocks, row_blocks=row_blocks,
+        build_seconds=time.perf_counter() - start, hyperbolic=cones)
     add_build(model.build_seconds)
     return model
+
+
+def _reciprocal_cones(rates: np.ndarray, first_tail: int, m: int) -> HyperbolicCones:
+    """``(T_i . x_i) u_i >= 1`` over column-major ``x`` (from column 1) and ``u`` (from ``first_tail``)."""
+    n = rates.shape[1]
+    columns = first_tail + m
+    cells = 1 + np.arange(m)[:, None] + m * np.arange(n)[None, :]
+    keep = rates != 0.0
+    U = sp.csr_matrix((rates[keep], (np.repeat(np.arange(m), n).reshape(m, n)[keep], cells[keep])), shape=(m, columns))
+    V = sp.csr_matrix((np.ones(m), (np.arange(m), first_tail + np.arange(m))), shape=(m, columns))
+    return HyperbolicCones(U, np.zeros(m), V, np.zeros(m), np.ones(m))
 
 
 def published_allocation(problem: AllocationProblem, result: Result) -> np.ndarray:

@@ -5,7 +5,15 @@ import numpy as np
 import pytest
 
 from allocators import make_policy
-from formulations import AllocationProblem, JobPairs, allocation_violations, max_min_fairness, max_sum_throughput
+from allocators.gavel.finish_time_fairness import FinishTimeFairness
+from formulations import (
+    AllocationProblem,
+    JobPairs,
+    allocation_violations,
+    finish_time_fairness,
+    max_min_fairness,
+    max_sum_throughput,
+)
 from formulations.min_total_duration import build_deadline_published
 from formulations.published import published_allocation
 from formulations.rates import runnable
@@ -120,6 +128,14 @@ def _gavel_program(kind: str, T: np.ndarray, p: AllocationProblem, deadline: flo
     if kind == "deadline":
         finish = [cp.sum(cp.multiply(rates, x), axis=1) >= p.remaining_steps[jobs] / deadline]
         return cp.Problem(cp.Maximize(1), base + finish), x
+    if kind == "ftf":  # a first call: no cumulative isolated time
+        isolated = np.array([[w / m for w in W.tolist()] for _ in range(m)]) / sfa
+        isolated = isolated / np.maximum(np.sum(isolated, axis=1), np.ones(m))[:, None]
+        isolated = np.sum(np.multiply(rates, isolated), axis=1).reshape((m, 1))
+        R, since = p.remaining_steps[jobs], p.time_since_arrival[jobs]
+        ratios = [(since[i] + R[i] * cp.inv_pos(cp.sum(cp.multiply(rates[i], x[i])))) / (0 + R[i] / isolated[i])
+                  for i in range(m)]
+        return cp.Problem(cp.Minimize(cp.maximum(*ratios)), base), x
     shares = np.array([[w / m for w in W.tolist()] for _ in range(m)])
     shares = shares / np.sum(shares, axis=1).max()
     proportional = np.sum(np.multiply(rates, shares), axis=1).reshape((m, 1))
@@ -131,6 +147,8 @@ def _gavel_program(kind: str, T: np.ndarray, p: AllocationProblem, deadline: flo
 def _ours(kind: str, p: AllocationProblem, deadline: float = 0.0):
     if kind == "throughput":
         return max_sum_throughput.build_published(p)
+    if kind == "ftf":
+        return finish_time_fairness.build_published(p, FinishTimeFairness._published_isolated(p), np.zeros(p.num_jobs))
     if kind == "deadline":
         return build_deadline_published(p, "perf", deadline)
     return max_min_fairness.build_published(p, kind)
@@ -146,10 +164,11 @@ def _tied_problem(seed: int) -> AllocationProblem:
     T[kinds == 1, 1] = 0.0
     p = problem(T, (4, 3, 5), ("v100", "p100", "k80"), ids=np.array([5, 1, 4, 0, 3, 2, 6, 8, 7]),
                 remaining=rng.uniform(1e3, 1e4, 9))
-    return AllocationProblem(**{**p.__dict__, "scale_factors": np.where(kinds == 2, 2, 1)})
+    return AllocationProblem(**{**p.__dict__, "scale_factors": np.where(kinds == 2, 2, 1),
+                                "time_since_arrival": rng.uniform(0.0, 1e4, 9)})
 
 
-@pytest.mark.parametrize("kind", ["perf", "agnostic", "throughput", "deadline"])
+@pytest.mark.parametrize("kind", ["perf", "agnostic", "throughput", "deadline", "ftf"])
 def test_the_published_layout_is_gavels_ecos_data_to_the_last_bit(kind):
     """What ``ecos`` gets for a published-layout program is what Gavel's cvxpy code hands ECOS,
     array for array (so both return the same point, bit for bit)."""
@@ -164,6 +183,7 @@ def test_the_published_layout_is_gavels_ecos_data_to_the_last_bit(kind):
     form = conic_form(canon)
     G = data["G"].tocsc()
     assert form.zero == 0 and (data["A"] is None or data["A"].shape[0] == 0)
+    assert form.soc == (p.num_jobs if kind == "ftf" else 0) and list(data["dims"].soc) == [3] * form.soc
     np.testing.assert_array_equal(form.A.indptr, G.indptr)
     np.testing.assert_array_equal(form.A.indices, G.indices)
     np.testing.assert_array_equal(form.A.data, G.data)
@@ -171,13 +191,15 @@ def test_the_published_layout_is_gavels_ecos_data_to_the_last_bit(kind):
     np.testing.assert_array_equal((-1.0 if canon.sense == "max" else 1.0) * canon.c, data["c"])
 
 
-@pytest.mark.parametrize("policy", ["max_min_fairness_perf", "max_min_fairness", "max_sum_throughput_perf"])
+@pytest.mark.parametrize("policy", ["max_min_fairness_perf", "max_min_fairness", "max_sum_throughput_perf",
+                                    "finish_time_fairness_perf"])
 def test_compat_allocations_are_gavels_own_points(policy):
     """Under compat these policies solve the published program with ECOS: the allocation is the one
     Gavel's own cvxpy + ECOS program returns, bit for bit, clipped to [0, 1] and without the shares
     where a job cannot run. Clarabel on our program stops elsewhere: on max-min's wide optimal
     faces far away, on the throughput program in the shares of order 1e-10."""
-    kind = {"max_min_fairness_perf": "perf", "max_min_fairness": "agnostic"}.get(policy, "throughput")
+    kind = {"max_min_fairness_perf": "perf", "max_min_fairness": "agnostic",
+            "finish_time_fairness_perf": "ftf"}.get(policy, "throughput")
     p = _tied_problem(2)
     ours = make_policy(policy, "ecos", gavel_compat=True).allocate(p)
     gavel, x = _gavel_program(kind, p.throughputs, p)
@@ -189,7 +211,7 @@ def test_compat_allocations_are_gavels_own_points(policy):
     assert any("published program" in note for note in ours.notes)
     clarabel = make_policy(policy, "clarabel").allocate(p).x
     assert not np.array_equal(clarabel, ours.x)  # at least the shares of order 1e-10 that rank jobs for spare GPUs
-    if kind != "throughput":  # max-min faces are wide
+    if kind in ("perf", "agnostic"):  # max-min faces are wide
         assert not np.allclose(clarabel, ours.x, atol=1e-4)
 
 
@@ -200,4 +222,5 @@ def test_compat_max_min_runs_on_the_published_solver():
         assert default_solver(policy, gavel_compat=True) == "ecos"
         assert default_solver(policy) == "clarabel"
     assert default_solver("max_sum_throughput_perf", gavel_compat=True) == "ecos"
+    assert default_solver("finish_time_fairness_perf", gavel_compat=True) == "ecos"
     assert default_solver("min_total_duration_perf", gavel_compat=True) == "ecos"

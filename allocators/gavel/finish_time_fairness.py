@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from allocators.base import Policy, ProgramClass
 from formulations import Allocation, AllocationProblem, finish_time_fairness
 from formulations.classes import equal_rows
+from formulations.published import published_order
 from formulations.rates import runnable
 from optim import Capability, SolveOptions, Status, get_backend
 
@@ -25,9 +28,15 @@ class FinishTimeFairness(Policy):
     variant: finish_time_fairness.Variant
     #: on a vertex backend each bisection LP is solved over demand classes (``_level_lps``)
     merge_on = ("remaining_steps", "time_since_arrival")
+    supports_gavel_compat = True
+    #: the solver the published simulator ran (``--solver ECOS``), used under ``gavel_compat``
+    published_solver = "ecos"
 
-    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, method: str = "auto"):
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, method: str = "auto",
+                 gavel_compat: bool = False):
         super().__init__(solver, options)
+        #: Gavel's own "perf" program and isolated throughputs, on the published solver
+        self.published = gavel_compat and self.variant == "perf" and solver == self.published_solver
         if method not in METHODS:
             raise ValueError(f"policy {self.name!r}: unknown method {method!r}; use one of {', '.join(METHODS)}")
         has_soc = Capability.SOC in get_backend(solver).capabilities()
@@ -52,7 +61,12 @@ class FinishTimeFairness(Policy):
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
         C = self.cumulative_isolated_time(problem)
+        if self.published and problem.num_jobs > 1:
+            return self._allocate_published(problem, C)
         lv = finish_time_fairness.levels(problem, self.variant, C)
+        if self.published:  # one job: Gavel's program has no maximum; ours, with its isolated throughput
+            lv = replace(lv, isolated_throughput=self._published_isolated(problem),
+                         denominator=C + lv.remaining / self._published_isolated(problem))
         if self.method == "conic":
             model = finish_time_fairness.build_conic(lv)
             result = self._solve(model)
@@ -64,12 +78,39 @@ class FinishTimeFairness(Policy):
         else:
             allocation = finish_time_fairness.isolated_allocation(
                 problem, lv, self.name, f"{result.backend} returned {result.status}: {result.message}")
+        self._remember(problem, C, lv.remaining, lv.isolated_throughput)
+        return allocation
+
+    def _allocate_published(self, problem: AllocationProblem, C: np.ndarray) -> Allocation:
+        """Gavel's program in its layout (:func:`finish_time_fairness.build_published`) on ECOS."""
+        iso = self._published_isolated(problem)
+        result = self._solve(finish_time_fairness.build_published(problem, iso, C))
+        if result.status in (Status.OPTIMAL, Status.FEASIBLE):
+            allocation = finish_time_fairness.decode_published(problem, result, iso, C, self.name)
+        else:
+            lv = finish_time_fairness.levels(problem, self.variant, C)
+            allocation = finish_time_fairness.isolated_allocation(
+                problem, lv, self.name, f"{result.backend} returned {result.status}: {result.message}")
+        self._remember(problem, C, problem.remaining_steps, iso)
+        return allocation
+
+    @staticmethod
+    def _published_isolated(problem: AllocationProblem) -> np.ndarray:
+        """Gavel's isolated throughputs (:func:`finish_time_fairness.published_isolated_throughputs`),
+        in the problem's order."""
+        jobs, types = published_order(problem)
+        iso = np.empty(problem.num_jobs)
+        iso[jobs] = finish_time_fairness.published_isolated_throughputs(
+            problem.throughputs[np.ix_(jobs, types)], problem.scale_factors[jobs], problem.capacities[types])
+        return iso
+
+    def _remember(self, problem: AllocationProblem, C: np.ndarray, remaining: np.ndarray, isolated: np.ndarray):
+        """The state the next call reads: per job id, C, R and iso of this call."""
         order = np.argsort(problem.job_ids)
         self._ids = problem.job_ids[order]
         self._cumulative = C[order]
-        self._remaining = lv.remaining[order]
-        self._isolated = lv.isolated_throughput[order]
-        return allocation
+        self._remaining = remaining[order]
+        self._isolated = isolated[order]
 
 
     def _level_lps(self, problem: AllocationProblem, lv: finish_time_fairness.Levels):
