@@ -42,7 +42,8 @@ def published_order(problem: AllocationProblem) -> tuple[np.ndarray, np.ndarray]
 
 def layout(problem: AllocationProblem, name: str, *, epigraph: np.ndarray | None = None,
            objective: np.ndarray | None = None, after: np.ndarray | None = None,
-           after_hi: np.ndarray | None = None, reciprocal: tuple[np.ndarray, np.ndarray] | None = None
+           after_hi: np.ndarray | None = None,
+           reciprocal: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
            ) -> CanonicalModel:
     """The program in the published layout, (m, n) arrays in the published order (jobs by id, types
     by name): ``epigraph`` c (maximize ``min_i c_i . x_i`` as cvxpy does: minimize ``t`` over rows
