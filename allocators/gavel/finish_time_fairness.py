@@ -65,8 +65,8 @@ class FinishTimeFairness(Policy):
             return self._allocate_published(problem, C)
         lv = finish_time_fairness.levels(problem, self.variant, C)
         if self.published:  # one job: Gavel's program has no maximum; ours, with its isolated throughput
-            lv = replace(lv, isolated_throughput=self._published_isolated(problem),
-                         denominator=C + lv.remaining / self._published_isolated(problem))
+            iso = self._published_isolated(problem)
+            lv = replace(lv, isolated_throughput=iso, denominator=C + lv.remaining / iso)
         if self.method == "conic":
             model = finish_time_fairness.build_conic(lv)
             result = self._solve(model)
