@@ -46,11 +46,10 @@ def default_solver(policy: str, gavel_compat: bool = False) -> str:
     """``clarabel`` (interior point) for LP and convex policies, ``highs`` for MILPs; under
     ``gavel_compat``, a policy's ``published_solver`` where it has one (a dependency).
 
-    An interior-point solution is the analytic centre of the optimal face; the published
-    Gavel simulator used one (ECOS), and where optima are not unique (often, for max-min
-    programs) a vertex solver picks another optimal allocation, which changes the schedule.
-    Where the published policy keeps the point its solver stopped at inside a feasible set
-    (the makespan bisection), only that solver gives the published point."""
+    Where optima are not unique (often, for max-min programs) an interior-point solver stops
+    inside the optimal face and a vertex solver at a vertex: other allocations, other schedules.
+    The published Gavel simulator's schedules follow the points ECOS stops at on its own
+    programs, which is why its policies name ECOS as their ``published_solver``."""
     cls = policy_class(policy)
     published = getattr(cls, "published_solver", None) if gavel_compat else None
     if published:
