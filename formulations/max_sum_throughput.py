@@ -39,6 +39,11 @@ def uses_prices(variant: str) -> bool:
     return "by_cost" in variant
 
 
+def costs(problem: AllocationProblem, variant: str) -> np.ndarray:
+    """``cost_j`` per worker type: the problem's prices for the cost-normalized variants, else 1."""
+    return problem.prices if uses_prices(variant) and problem.prices is not None else np.ones(problem.num_types)
+
+
 def uses_slos(variant: str) -> bool:
     _check(variant)
     return variant.endswith("_SLOs")
@@ -58,11 +63,9 @@ def build(problem: AllocationProblem, variant: str = "perf", *, with_slos: bool 
     combos = combinations.packed(problem) if "packed" in variant else combinations.singles(problem)
     model = Model(f"max_sum_throughput[{variant}]")
     x = combos.add_allocation(model)
-    n = problem.num_types
-    cost = problem.prices if uses_prices(variant) and problem.prices is not None else np.ones(n)
     per_job = problem.counts if isinstance(problem, MergedProblem) else None  # a class's throughput, n_c times
     per_cell = combos.throughput_rows(per_job).column_sums().reshape(x.shape)
-    model.set_objective({x: per_cell / cost}, sense="max")
+    model.set_objective({x: per_cell / costs(problem, variant)}, sense="max")
     if uses_slos(variant) and with_slos:
         jobs, needed = slo_rates(problem)
         if jobs.size:
@@ -83,17 +86,14 @@ def build_published(problem: AllocationProblem, variant: str = "perf") -> Canoni
         raise ValueError(f"the published layout covers max_sum_throughput[perf|normalized_by_cost_perf], "
                          f"not [{variant}]")
     jobs, types = published.published_order(problem)
-    cost = np.ones((1, problem.num_types))
-    if uses_prices(variant) and problem.prices is not None:
-        cost[0] = problem.prices[types]
     return published.layout(problem, f"max_sum_throughput[{variant}]",
-                            objective=problem.throughputs[np.ix_(jobs, types)] / cost)
+                            objective=problem.throughputs[np.ix_(jobs, types)] / costs(problem, variant)[types])
 
 
 def decode_published(problem: AllocationProblem, result: Result, policy: str, variant: str = "perf") -> Allocation:
     """The allocation of a solved :func:`build_published` (clipped to [0, 1], nothing where a job
     cannot run); its objective is the program's at that allocation."""
     x = published.published_allocation(problem, result)
-    cost = problem.prices if uses_prices(variant) and problem.prices is not None else np.ones(problem.num_types)
-    return Allocation(problem, x, policy, objective=float((problem.throughputs * x / cost).sum()), result=result,
+    return Allocation(problem, x, policy, objective=float((problem.throughputs * x / costs(problem, variant)).sum()),
+                      result=result,
                       notes=[*result.notes, published.NOTE])
