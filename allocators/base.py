@@ -26,6 +26,7 @@ from formulations.classes import MergedProblem, expand, merge_equal_jobs
 from formulations.pair_generation import solve_packed, widen
 from optim import (
     Backend,
+    Basis,
     Capability,
     Model,
     Result,
@@ -151,17 +152,24 @@ class Policy(SchedulingPolicy):
             merged = self._merged(problem) if self.merges else None
             if merged is not None:
                 model = build(merged)
-                return merged, model, self._solve_merged(model), None
+                return merged, model, self._solve_merged(model, self._start_basis(merged, model)), None
             model = build(problem)
             return problem, model, self._solve(model, problem), None
         restricted, model, result, info = solve_packed(problem, build, self.solver, self.options)
         return restricted, model, result, info.generated
 
-    def _solve_merged(self, model: Model) -> Result:
+    def _solve_merged(self, model: Model, basis: Basis | None = None) -> Result:
         """A program over classes (:mod:`formulations.classes`): small, and its zero point is
-        feasible, so cold, by primal simplex without presolve (unless a method was asked)."""
+        feasible, so cold, by primal simplex without presolve (unless a method was asked), from
+        ``basis`` where a simplex method runs."""
         options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
+        if basis is not None and options.method in ("primal", "simplex"):
+            options = replace(options, basis=basis)
         return solve(model.canonical(), self.backend, options)
+
+    def _start_basis(self, problem: AllocationProblem, model: Model) -> Basis | None:
+        """A starting basis for the simplex method on ``model``, built for ``problem`` (none here)."""
+        return None
 
     def _merged(self, problem: AllocationProblem) -> MergedProblem | None:
         """The merged program's problem (:mod:`formulations.classes`): equal jobs as one."""

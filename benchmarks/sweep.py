@@ -136,8 +136,8 @@ class _KeepsPrograms:
         self.solved.append((model.canonical() if isinstance(model, Model) else model, result))
         return result
 
-    def _solve_merged(self, model):
-        result = super()._solve_merged(model)
+    def _solve_merged(self, model, *args, **kwargs):
+        result = super()._solve_merged(model, *args, **kwargs)
         self.solved.append((model.canonical(), result))
         return result
 

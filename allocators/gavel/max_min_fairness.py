@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from allocators.base import FormulationPolicy, ProgramClass
 from formulations import Allocation, AllocationProblem, max_min_fairness
-from optim import CanonicalModel, Model, Result, SolveOptions
+from optim import Basis, CanonicalModel, Model, Result, SolveOptions
 
 
 class MaxMinFairness(FormulationPolicy):
@@ -28,6 +28,9 @@ class MaxMinFairness(FormulationPolicy):
         if self.published:
             return max_min_fairness.build_published(problem, self.variant)
         return super()._build(problem)
+
+    def _start_basis(self, problem: AllocationProblem, model: Model) -> Basis | None:
+        return None if self.uses_pairs else max_min_fairness.start_basis(problem, model, self.variant)
 
     def _decode(self, problem: AllocationProblem, model: Model, result: Result) -> Allocation:
         if self.published:

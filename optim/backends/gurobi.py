@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..basis import BASIC, LOWER, UPPER, Basis
 from ..canonical import CanonicalModel
 from ..capabilities import Capability
 from ..options import SolveOptions
@@ -117,7 +118,24 @@ def _translate(model: CanonicalModel, options: SolveOptions):
     apply_options(m, options)
     if options.start is not None and model.is_mip:
         x.Start = np.asarray(options.start, dtype=float)
+    if options.basis is not None:  # basis attributes of columns and rows not yet in the model are dropped
+        m.update()
+        x.VBasis, constraint_basis = gurobi_basis(options.basis, model, index, sense)
+        if rows is not None:
+            rows.CBasis = constraint_basis
     return m, x, rows, index
+
+
+def gurobi_basis(basis: Basis, model: CanonicalModel, index: np.ndarray, sense: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``basis`` as Gurobi's ``VBasis`` (0 basic, -1 at lower, -2 at upper, -3 a free column at 0)
+    and ``CBasis`` of the one-sided rows ``index`` / ``sense`` (:func:`split_rows`): -1 where the row
+    sits at that row's side, else 0."""
+    columns = np.select([basis.columns == BASIC, basis.columns == UPPER], [0, -2], -1)
+    columns[(basis.columns == LOWER) & ~np.isfinite(model.col_lo)] = -3
+    status = basis.rows[index]
+    at_side = np.where(sense == "<", status == UPPER, np.where(sense == ">", status == LOWER, status != BASIC))
+    return columns, np.where(at_side, -1, 0)
 
 
 def apply_options(m, options: SolveOptions) -> None:

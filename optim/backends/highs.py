@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..basis import Basis
 from ..canonical import CanonicalModel
 from ..capabilities import Capability
 from ..options import SolveOptions
@@ -56,17 +57,24 @@ class HighsBackend(Backend):
         """One HiGHS run: the result and the objective HiGHS reports for it."""
         import highspy
 
+        refused = None
         with stopwatch(timings, "translate"):
             h = load_highs(model, options)
             if h is not None and start is not None:
                 point = highspy.HighsSolution()
                 point.col_value = np.asarray(start, dtype=float).tolist()
                 h.setSolution(point)
+            if h is not None and options.basis is not None and h.setBasis(highs_basis(options.basis)) \
+                    == highspy.HighsStatus.kError:
+                refused = "HiGHS refused the starting basis; its simplex started from its own"
         if h is None:
             return Result(Status.ERROR, self.spec, message="HiGHS rejected the model", timings=timings), np.nan
         with stopwatch(timings, "solve"):
             h.run()
-        return read_result(h, model, timings, self.spec), float(h.getInfo().objective_function_value)
+        result = read_result(h, model, timings, self.spec)
+        if refused:
+            result.notes.append(refused)
+        return result, float(h.getInfo().objective_function_value)
 
     def live(self, options: SolveOptions) -> LiveModel:
         from .highs_live import HighsLive
@@ -135,6 +143,19 @@ def load_highs(model: CanonicalModel, options: SolveOptions):
         model.integrality.astype(np.int32),
     )
     return None if status == highspy.HighsStatus.kError else h
+
+
+def highs_basis(basis: Basis):
+    """``basis`` as a ``highspy.HighsBasis`` (the neutral codes are HiGHS' kLower, kBasic, kUpper)."""
+    import highspy
+
+    status = highspy.HighsBasisStatus
+    codes = np.array([status.kLower, status.kBasic, status.kUpper], dtype=object)
+    out = highspy.HighsBasis()
+    out.col_status = codes[basis.columns].tolist()
+    out.row_status = codes[basis.rows].tolist()
+    out.valid = True
+    return out
 
 
 def _same_objective(returned: float, reported: float) -> bool:
