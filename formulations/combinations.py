@@ -15,14 +15,16 @@ the packed space has m + P columns per type, never m².
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
-from optim import CsrArrays, Model, Result, VarBlock
+from optim import CanonicalModel, CscArrays, CsrArrays, Model, ModelError, Result, VarBlock, VarType
 from optim.sparse import expand_pointers
 from optim.sparse import scipy_sparse as sp
+from optim.tally import add_build
 
 from .classes import MergedProblem
 from .problem import Allocation, AllocationProblem
@@ -145,6 +147,68 @@ def singles(problem: AllocationProblem, throughputs: np.ndarray | None = None) -
     rates = CsrArrays(T[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep.sum(axis=1))]), (m, m * n))
     identity = CsrArrays(np.ones(m), np.arange(m), np.arange(m + 1), (m, m))
     return Combinations(problem, identity, rates, problem.scale_factors.copy(), runnable(problem))
+
+
+def singles_program(problem: AllocationProblem, name: str, *, level: np.ndarray | None = None,
+                    objective: np.ndarray | None = None) -> CanonicalModel:
+    """The program over single jobs that :class:`Model` would assemble from ``singles(problem)
+    .add_allocation`` and then either the max-min rows ``z <= level_i . x_i`` (``level`` (m, n), 0
+    where the job cannot run; :func:`~formulations.max_min_fairness.add_max_min`) with objective
+    max z, or the objective max ``objective . x`` ((m, n)), array for array, keys included. Its
+    pattern is fixed, so it is assembled column by column: cell (i, j) has job i's GPUs in
+    capacity row j, 1 in time budget i and ``-level_ij`` in fairness row i where nonzero; z has
+    1 in every fairness row."""
+    start = time.perf_counter()
+    m, n = problem.throughputs.shape
+    cells = m * n
+    epigraph = level is not None
+    entries = np.empty((cells, 3))
+    entries[:, 0] = np.repeat(problem.scale_factors * multiplicity(problem), n)
+    entries[:, 1] = 1.0
+    rows = np.empty((cells, 3), dtype=np.int32)
+    rows[:, 0] = np.tile(np.arange(n, dtype=np.int32), m)
+    rows[:, 1] = n + np.repeat(np.arange(m, dtype=np.int32), n)
+    per_cell = np.full(cells, 2, dtype=np.int32)
+    if epigraph:
+        entries[:, 2] = -level.reshape(-1)
+        rows[:, 2] = rows[:, 1] + m
+        keep = np.ones((cells, 3), dtype=bool)
+        keep[:, 2] = entries[:, 2] != 0.0
+        per_cell += keep[:, 2]
+        data = np.concatenate([entries[keep], np.ones(m)])
+        indices = np.concatenate([rows[keep], n + m + np.arange(m, dtype=np.int32)])
+        per_cell = np.append(per_cell, m)
+    else:
+        data, indices = entries[:, :2].reshape(-1), rows[:, :2].reshape(-1)
+    columns = cells + epigraph
+    indptr = np.zeros(columns + 1, dtype=np.int32)
+    np.cumsum(per_cell, out=indptr[1:])
+    num_rows = n + m * (1 + epigraph)
+    c = np.zeros(columns)
+    if epigraph:
+        c[-1] = 1.0
+    else:
+        c[:] = objective.reshape(-1)
+    x = VarBlock("x", 0, (m, n), VarType.CONTINUOUS)
+    blocks, row_blocks = {"x": x}, {"capacity": slice(0, n), "time_budget": slice(n, n + m)}
+    row_keys = {"capacity": np.array(problem.worker_types), "time_budget": problem.job_ids}
+    col_lo, col_hi = np.zeros(columns), np.where(runnable(problem).reshape(-1), np.inf, 0.0)
+    if epigraph:
+        blocks["z"] = VarBlock("z", cells, (1,), VarType.CONTINUOUS)
+        row_blocks["fairness"] = slice(n + m, num_rows)
+        row_keys["fairness"] = problem.job_ids
+        col_lo[-1] = -np.inf
+        col_hi = np.append(col_hi, np.inf)
+    if not (np.isfinite(data).all() and np.isfinite(c).all()):
+        raise ModelError(f"{name}: non-finite coefficient")
+    row_hi = np.concatenate([problem.capacities.astype(float), np.ones(m), np.zeros(m * epigraph)])
+    model = CanonicalModel(
+        name=name, sense="max", c=c, offset=0.0, A=CscArrays(data, indices, indptr, (num_rows, columns)),
+        row_lo=np.full(num_rows, -np.inf), row_hi=row_hi, col_lo=col_lo, col_hi=col_hi,
+        integrality=np.zeros(columns, dtype=bool), log_terms=None, blocks=blocks, row_blocks=row_blocks,
+        build_seconds=time.perf_counter() - start, col_keys={"x": problem.job_ids}, row_keys=row_keys)
+    add_build(model.build_seconds)
+    return model
 
 
 def packed(problem: AllocationProblem) -> Combinations:

@@ -72,8 +72,12 @@ def add_max_min(model: Model, x, share: sp.csr_matrix | CsrArrays, keys: np.ndar
     model.set_objective({z: 1.0}, sense="max")
 
 
-def build(problem: AllocationProblem, variant: Variant = "perf") -> Model:
-    """The max-min fairness LP (see module docstring)."""
+def build(problem: AllocationProblem, variant: Variant = "perf") -> Model | CanonicalModel:
+    """The max-min fairness LP (see module docstring); over single jobs assembled as arrays
+    (:func:`~formulations.combinations.singles_program`)."""
+    if variant != "packed":
+        return combinations.singles_program(problem, f"max_min_fairness[{variant}]",
+                                            level=normalized_coefficients(problem, variant))
     combos = space(problem, variant)
     model = Model(f"max_min_fairness[{variant}]")
     x = combos.add_allocation(model)

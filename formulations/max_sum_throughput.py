@@ -58,18 +58,22 @@ def slo_rates(problem: AllocationProblem) -> tuple[np.ndarray, np.ndarray]:
     return jobs, R[jobs] / problem.slo_remaining[jobs]
 
 
-def build(problem: AllocationProblem, variant: str = "perf", *, with_slos: bool = True) -> Model:
-    """The throughput LP (see module docstring); ``with_slos=False`` drops the SLO rows."""
-    combos = combinations.packed(problem) if "packed" in variant else combinations.singles(problem)
-    model = Model(f"max_sum_throughput[{variant}]")
-    x = combos.add_allocation(model)
+def build(problem: AllocationProblem, variant: str = "perf", *, with_slos: bool = True) -> Model | CanonicalModel:
+    """The throughput LP (see module docstring); ``with_slos=False`` drops the SLO rows. Over single
+    jobs without SLO rows it is assembled as arrays (:func:`~formulations.combinations.singles_program`)."""
+    jobs, needed = slo_rates(problem) if uses_slos(variant) and with_slos else (np.zeros(0, dtype=np.int64), None)
+    name = f"max_sum_throughput[{variant}]"
     per_job = problem.counts if isinstance(problem, MergedProblem) else None  # a class's throughput, n_c times
+    if "packed" not in variant and not jobs.size:
+        per_cell = problem.throughputs if per_job is None else problem.throughputs * per_job[:, None]
+        return combinations.singles_program(problem, name, objective=per_cell / costs(problem, variant))
+    combos = combinations.packed(problem) if "packed" in variant else combinations.singles(problem)
+    model = Model(name)
+    x = combos.add_allocation(model)
     per_cell = combos.throughput_rows(per_job).column_sums().reshape(x.shape)
     model.set_objective({x: per_cell / costs(problem, variant)}, sense="max")
-    if uses_slos(variant) and with_slos:
-        jobs, needed = slo_rates(problem)
-        if jobs.size:
-            model.add_rows("slo", {x: combos.throughput_map()[jobs]}, lo=needed, keys=problem.job_ids[jobs])
+    if jobs.size:
+        model.add_rows("slo", {x: combos.throughput_map()[jobs]}, lo=needed, keys=problem.job_ids[jobs])
     return model
 
 
