@@ -33,6 +33,7 @@ from optim import Timings
 from simulator.executor import FailedLeases
 from simulator.files import write_atomically
 from simulator.outcomes import Allocations, Timeline, conform, job_states, outcome_metrics
+from simulator.quantiles import percentile
 from simulator.round_view import RoundView
 
 UNFAIR_RHO = 1.05
@@ -196,7 +197,7 @@ def _cells(values: np.ndarray) -> list:
 
 
 def _percentile(values: np.ndarray, q: float) -> float:
-    return float(np.percentile(values, q)) if values.size else 0.0
+    return percentile(values, q) if values.size else 0.0
 
 
 def summarize(workload: RoundView, policy, config, rec: RunRecord, now: float) -> SimulationResult:

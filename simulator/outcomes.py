@@ -30,6 +30,8 @@ import math
 
 import numpy as np
 
+from simulator.quantiles import median, percentile
+
 UNFAIR = 1.05
 
 JOB_COLUMNS = ("job_id", "arrival", "deadline", "requested_gpus", "state", "start", "finish", "jct",
@@ -71,9 +73,9 @@ def outcome_metrics(*, arrival: np.ndarray, deadline: np.ndarray, start: np.ndar
     be = done & ~has_deadline
     summary = {
         "jobs": int(arrival.size), "jobs_completed": int(done.sum()),
-        "average_jct": _stat(j, np.mean), "median_jct": _stat(j, np.median),
-        "p99_jct": _stat(j, lambda v: np.percentile(v, 99)),
-        "queueing_delay_mean": _stat(q, np.mean), "queueing_delay_p999": _stat(q, lambda v: np.percentile(v, 99.9)),
+        "average_jct": _stat(j, np.mean), "median_jct": _stat(j, median),
+        "p99_jct": _stat(j, lambda v: percentile(v, 99)),
+        "queueing_delay_mean": _stat(q, np.mean), "queueing_delay_p999": _stat(q, lambda v: percentile(v, 99.9)),
         "makespan": makespan,
         "utilization": busy_gpu_seconds / (gpus * makespan) if gpus * makespan > 0 else 0.0,
         "rho_mean": _stat(r, np.mean), "rho_worst": _stat(r, np.max),
@@ -89,8 +91,8 @@ def outcome_metrics(*, arrival: np.ndarray, deadline: np.ndarray, start: np.ndar
         "cluster_efficiency_mean": efficiency_seconds / (gpus * makespan) if gpus * makespan > 0 else 0.0,
         "jobs_failed": int(failed.sum()), "failed_leases": int(failed_leases.sum()),
         "preemptions": int(preemptions.sum()),
-        "solver_seconds_p50": _stat(solve_seconds, np.median) if solve_seconds.size else 0.0,
-        "solver_seconds_p99": float(np.percentile(solve_seconds, 99)) if solve_seconds.size else 0.0,
+        "solver_seconds_p50": _stat(solve_seconds, median) if solve_seconds.size else 0.0,
+        "solver_seconds_p99": percentile(solve_seconds, 99) if solve_seconds.size else 0.0,
         "solver_seconds_total": float(solve_seconds.sum()),
     }
     columns = {"arrival": arrival, "deadline": deadline, "start": start, "finish": finish, "jct": jct,

@@ -314,3 +314,13 @@ def test_results_that_do_not_fit_the_leases_are_refused():
 
     with pytest.raises(ValueError, match="outside"):
         run_with(Greedy())
+
+
+@given(st.lists(st.one_of(st.floats(-1e9, 1e9), st.just(float("nan"))), min_size=1, max_size=40),
+       st.one_of(st.sampled_from([0.0, 50.0, 99.0, 99.9, 100.0]), st.floats(0.0, 100.0)))
+def test_the_summary_quantiles_are_numpys_to_the_bit(values, q):
+    from simulator.quantiles import median, percentile
+
+    values = np.array(values)
+    for ours, numpys in ((median(values), np.median(values)), (percentile(values, q), np.percentile(values, q))):
+        assert ours == float(numpys) or (np.isnan(ours) and np.isnan(numpys))
