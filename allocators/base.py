@@ -162,10 +162,14 @@ class Policy(SchedulingPolicy):
         """A program over classes (:mod:`formulations.classes`): small, and its zero point is
         feasible, so cold, by primal simplex without presolve (unless a method was asked), from
         ``basis`` where a simplex method runs."""
-        options = self.options if self.options.method != "auto" else replace(self.options, method="primal")
+        options = self._merged_options
         if basis is not None and options.method in ("primal", "simplex"):
-            options = replace(options, basis=basis)
+            options = options.with_basis(basis)
         return solve(model.canonical(), self.backend, options)
+
+    @cached_property
+    def _merged_options(self) -> SolveOptions:
+        return self.options if self.options.method != "auto" else replace(self.options, method="primal")
 
     def _start_basis(self, problem: AllocationProblem, model: Model) -> Basis | None:
         """A starting basis for the simplex method on ``model``, built for ``problem`` (none here)."""

@@ -68,6 +68,10 @@ class MergedProblem(AllocationProblem):
     blend: np.ndarray | None = None
 
 
+_MERGED_DEFAULTS = {f.name: f.default for f in dataclasses.fields(MergedProblem)}
+_PROBLEM_FIELDS = tuple(f.name for f in dataclasses.fields(AllocationProblem))
+
+
 def merge_equal_jobs(problem: AllocationProblem, fields: tuple[str, ...] = ()) -> MergedProblem | None:
     """The merged problem of a program that reads the optional per-job ``fields`` besides
     throughputs, scale factors and weights; None when no two jobs are equal or the problem
@@ -132,8 +136,8 @@ def _rows_of(problem: AllocationProblem, keep: np.ndarray, counts: np.ndarray, *
     """Jobs ``keep`` of ``problem`` as a :class:`MergedProblem` with ``fields``. It skips the
     constructor's checks: rows of a valid problem are valid, and the checks cost a tenth of a
     small merged solve."""
-    values = {f.name: f.default for f in dataclasses.fields(MergedProblem)}
-    values.update({f.name: getattr(problem, f.name) for f in dataclasses.fields(AllocationProblem)})
+    values = dict(_MERGED_DEFAULTS)
+    values.update({name: getattr(problem, name) for name in _PROBLEM_FIELDS})
     for name in ("job_ids", "scale_factors", "weights", "throughputs", *OPTIONAL_ARRAYS):
         if name != "prices" and values[name] is not None:
             values[name] = values[name][keep]

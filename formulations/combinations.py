@@ -104,8 +104,8 @@ def decode(problem: AllocationProblem, model: Model, result: Result, policy: str
     """
     block = model.blocks["x"]
     canon = model.canonical()
-    x = np.clip(result.value("x"), canon.col_lo[block.columns].reshape(block.shape),
-                canon.col_hi[block.columns].reshape(block.shape))
+    x = np.minimum(np.maximum(result.value("x"), canon.col_lo[block.columns].reshape(block.shape)),
+                   canon.col_hi[block.columns].reshape(block.shape))
     notes = list(result.notes)
     repaired = _scale_into_budgets(problem, x)
     if np.abs(repaired - x).max(initial=0.0) > 1e-9:

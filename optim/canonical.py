@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -171,11 +172,15 @@ class CanonicalModel:
     def num_cones(self) -> int:
         return 0 if self.hyperbolic is None else self.hyperbolic.size
 
-    @property
+    @cached_property
     def is_mip(self) -> bool:
         return bool(self.integrality.any())
 
     def required_capabilities(self) -> frozenset[Capability]:
+        return self._needs
+
+    @cached_property
+    def _needs(self) -> frozenset[Capability]:
         need = {Capability.LP}
         if self.is_mip:
             need.add(Capability.MILP)

@@ -51,6 +51,12 @@ class SolveOptions:
     node_limit: int | None = None
     strict_time_limit: bool = False
 
+    def with_basis(self, basis) -> SolveOptions:
+        """These options with ``basis`` (a copy that skips the checks: every other field passed them)."""
+        copy = object.__new__(SolveOptions)
+        copy.__dict__.update(self.__dict__, basis=basis)
+        return copy
+
     def __post_init__(self) -> None:
         if self.method not in ("auto", "simplex", "ipm", "primal"):
             raise ValueError(f"method must be auto, simplex, ipm or primal, not {self.method!r}")

@@ -48,12 +48,12 @@ def solve(
     be = get_backend(backend) if isinstance(backend, str) else backend
     caps = be.capabilities()
     needs = canon.required_capabilities()
-    unbridged = {
-        Capability.MILP: f"{canon.num_integers} integer variables",
-        Capability.SOC: f"{canon.num_cones} rotated second-order cones",
-    }
-    missing = [cap for cap in unbridged if cap in needs and cap not in caps]
+    missing = [cap for cap in (Capability.MILP, Capability.SOC) if cap in needs and cap not in caps]
     if missing:
+        unbridged = {
+            Capability.MILP: f"{canon.num_integers} integer variables",
+            Capability.SOC: f"{canon.num_cones} rotated second-order cones",
+        }
         others = ", ".join(backends_with(needs)) or "none installed"
         what = " and ".join(f"{cap.name} ({unbridged[cap]})" for cap in missing)
         lacks = "/".join(cap.name for cap in missing)

@@ -23,13 +23,16 @@ UNKNOWN = "Unknown"
 STRICT_OFF = ("mip_heuristic_run_rins", "mip_heuristic_run_rens", "mip_heuristic_run_root_reduced_cost")
 
 
+CAPABILITIES = frozenset({Capability.LP, Capability.MILP, Capability.DUALS, Capability.WARM_START,
+                          Capability.INCREMENTAL, Capability.VERTEX})
+
+
 class HighsBackend(Backend):
     spec = "highs"
     package = "highspy"
 
     def capabilities(self) -> frozenset[Capability]:
-        return frozenset({Capability.LP, Capability.MILP, Capability.DUALS, Capability.WARM_START,
-                          Capability.INCREMENTAL, Capability.VERTEX})
+        return CAPABILITIES
 
     def version(self) -> str:
         import highspy
@@ -71,10 +74,11 @@ class HighsBackend(Backend):
             return Result(Status.ERROR, self.spec, message="HiGHS rejected the model", timings=timings), np.nan
         with stopwatch(timings, "solve"):
             h.run()
-        result = read_result(h, model, timings, self.spec)
+        info = h.getInfo()
+        result = read_result(h, model, timings, self.spec, info=info)
         if refused:
             result.notes.append(refused)
-        return result, float(h.getInfo().objective_function_value)
+        return result, float(info.objective_function_value)
 
     def live(self, options: SolveOptions) -> LiveModel:
         from .highs_live import HighsLive
@@ -196,15 +200,15 @@ def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
 
 
 def read_result(h, model: CanonicalModel, timings: Timings, spec: str,
-                cols: np.ndarray | None = None, rows: np.ndarray | None = None) -> Result:
+                cols: np.ndarray | None = None, rows: np.ndarray | None = None, info=None) -> Result:
     """The result of ``h``'s last run; ``cols`` / ``rows``: the model's index of each of
     ``h``'s columns / rows (-1: not the model's) when ``h`` holds others or another order
-    (a live model)."""
+    (a live model); ``info``: ``h.getInfo()`` where the caller has it."""
     import highspy
 
     ms = highspy.HighsModelStatus
     model_status = h.getModelStatus()
-    info = h.getInfo()
+    info = h.getInfo() if info is None else info
     message = h.modelStatusToString(model_status)
     status = {
         ms.kOptimal: Status.OPTIMAL,
