@@ -152,14 +152,14 @@ def policy_rows(args, table) -> list[dict]:
             if jobs <= min(args.published_max_jobs, PUBLISHED_LIMIT.get(policy, jobs)):
                 times, x = zip(*(gavel_call(policy, classes[policy], problem) for _ in range(args.repeat)),
                                strict=True)
-                row.update(published_s=round(statistics.median(times), 4), published_value=score(policy, problem,
+                row.update(published_s=round(statistics.median(times), 6), published_value=score(policy, problem,
                                                                                                  x[-1]))
             for solver in args.solvers:
                 if jobs > args.unmerged_max_jobs and _solves_every_job(policy, solver):
                     continue
                 times, x = zip(*(ours_call(policy, solver, problem) for _ in range(args.repeat)), strict=True)
                 value = score(policy, problem, x[-1])
-                row[f"{solver}_s"] = round(statistics.median(times), 4)
+                row[f"{solver}_s"] = round(statistics.median(times), 6)
                 row[f"{solver}_value"] = value
                 if "published_s" in row:
                     row[f"{solver}_speedup"] = round(row["published_s"] / row[f"{solver}_s"], 2)

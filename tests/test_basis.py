@@ -89,3 +89,32 @@ def test_a_session_keeps_its_own_basis():
     model = max_min_fairness.build(problem, "perf")
     with pytest.raises(ValueError, match="last basis"):
         Session("highs", SolveOptions(basis=max_min_fairness.start_basis(problem, model)))
+
+
+@pytest.mark.parametrize("solver", [b for b in ("highs", "gurobi") if b in lp_backends()])
+def test_an_optimal_basis_of_any_row_kind_leaves_no_pivot(solver):
+    # rows of every kind (<=, >=, =, ranged) and columns at either bound: HiGHS' optimal basis, in the
+    # neutral codes, handed back to each vertex backend
+    import highspy
+
+    from optim import Model
+    from optim.backends.highs import load_highs
+
+    model = Model("kinds")
+    x = model.add_variables("x", 4, lb=0.0, ub=np.array([3.0, 2.0, np.inf, 1.0]))
+    model.add_rows("le", {x: [[1.0, 1.0, 1.0, 1.0]]}, hi=5.0)
+    model.add_rows("ge", {x: [[1.0, -1.0, 0.0, 0.0]]}, lo=0.5)
+    model.add_rows("eq", {x: [[0.0, 1.0, 1.0, 0.0]]}, lo=2.0, hi=2.0)
+    model.add_rows("range", {x: [[1.0, 0.0, -1.0, 1.0]]}, lo=-1.0, hi=2.5)
+    model.set_objective({x: [2.0, 1.0, -1.0, 3.0]}, sense="max")
+    canon = model.canonical()
+    h = load_highs(canon, SolveOptions())
+    h.run()
+    code = {highspy.HighsBasisStatus.kLower: LOWER, highspy.HighsBasisStatus.kBasic: BASIC,
+            highspy.HighsBasisStatus.kUpper: UPPER}
+    found = h.getBasis()
+    basis = Basis(np.array([code[s] for s in found.col_status], dtype=np.int8),
+                  np.array([code[s] for s in found.row_status], dtype=np.int8))
+    result = solve(model, solver, SolveOptions(method="primal", basis=basis))
+    assert result.objective == pytest.approx(h.getInfo().objective_function_value, rel=1e-12)
+    assert result.iterations == 0
