@@ -4,13 +4,14 @@ those the Model path builds, array for array, so every solver returns what it re
 from __future__ import annotations
 
 import numpy as np
-from helpers import many_equal_jobs, problems
+import pytest
+from helpers import many_equal_jobs, problems, tiny
 from hypothesis import given
 from hypothesis import strategies as st
 
 from formulations import combinations, max_min_fairness, max_sum_throughput
 from formulations.classes import MergedProblem, merge_equal_jobs
-from optim import Model
+from optim import Model, ModelError
 
 PROGRAMS = [("max_min", "perf"), ("max_min", "agnostic"), ("throughput", "perf"),
             ("throughput", "normalized_by_cost_perf")]
@@ -51,3 +52,10 @@ def test_the_singles_program_is_the_model_paths_array_for_array(problem, program
     assert ours.blocks == reference.blocks and ours.row_blocks == reference.row_blocks
     for keys, expected in ((ours.col_keys, reference.col_keys), (ours.row_keys, reference.row_keys)):
         assert keys.keys() == expected.keys() and all(np.array_equal(keys[k], expected[k]) for k in keys)
+
+
+def test_a_non_finite_coefficient_is_refused_by_name():
+    problem = tiny([[1.0, 2.0], [2.0, 1.0]], caps=(1, 1))
+    with pytest.raises(ModelError, match=r"max_sum_throughput\[perf\]: non-finite coefficient"):
+        combinations.singles_program(problem, "max_sum_throughput[perf]", objective=np.array([[1.0, np.nan],
+                                                                                             [1.0, 1.0]]))
