@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import time
 from abc import ABC, abstractmethod
@@ -15,6 +16,13 @@ from ..delta import ModelDelta
 from ..errors import CapabilityError
 from ..options import SolveOptions
 from ..result import Result
+
+
+@functools.cache
+def installed(package: str) -> bool:
+    """``package`` can be imported (looked up once a process: a look-up costs 25 us, and
+    ``get_backend`` runs one on every solve given a backend's name)."""
+    return importlib.util.find_spec(package) is not None
 
 
 class Backend(ABC):
@@ -40,7 +48,7 @@ class Backend(ABC):
     package: str = ""
 
     def is_available(self) -> bool:
-        return importlib.util.find_spec(self.package) is not None
+        return installed(self.package)
 
     @abstractmethod
     def version(self) -> str: ...
