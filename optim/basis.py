@@ -21,9 +21,10 @@ from .errors import ModelError
 LOWER, BASIC, UPPER = 0, 1, 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Basis:
-    """``columns`` (num_vars,) and ``rows`` (num_rows,): each entry's status, as int8."""
+    """``columns`` (num_vars,) and ``rows`` (num_rows,): each entry's status, as int8 (compared by
+    identity: options holding one stay comparable)."""
 
     columns: np.ndarray
     rows: np.ndarray
