@@ -15,9 +15,8 @@ from typing import NamedTuple
 
 from ..canonical import CanonicalModel
 from ..options import SolveOptions
-from ..result import Result, Status, Timings
-from .base import stopwatch
-from .conic import ConicBackend, conic_form, conic_result
+from ..result import Status
+from .conic import ConicBackend, ConicForm, Solved
 
 
 class ClarabelBackend(ConicBackend):
@@ -27,32 +26,28 @@ class ClarabelBackend(ConicBackend):
     def version(self) -> str:
         return _version()
 
-    def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
+    def _setup(self, model: CanonicalModel, form: ConicForm, sign: float, options: SolveOptions):
         import clarabel
 
-        timings = Timings()
-        with stopwatch(timings, "translate"):
-            form = conic_form(model)
-            settings = clarabel.DefaultSettings()
-            settings.verbose = bool(options.verbose)
-            if options.time_limit is not None:
-                settings.time_limit = float(options.time_limit)
-            if options.feasibility_tol is not None:
-                settings.tol_feas = float(options.feasibility_tol)
-            if options.optimality_tol is not None:
-                settings.tol_gap_abs = settings.tol_gap_rel = float(options.optimality_tol)
-            for key, value in options.raw.items():
-                setattr(settings, key, value)
-            n = model.num_vars
-            sign = -1.0 if model.sense == "max" else 1.0
-            A = _ListCsc(form.A.data.tolist(), form.A.indices.tolist(), form.A.indptr.tolist(), form.A.shape)
-            q, b = (sign * model.c).tolist(), form.b.tolist()
-        with stopwatch(timings, "solve"):  # Clarabel's setup (KKT structure, equilibration) is solver work
-            solver = clarabel.DefaultSolver(_zero_square(n), q, A, b, _cones(form), settings)
-            sol = solver.solve()
-        name = str(sol.status).split(".")[-1]
-        return conic_result(_STATUS.get(name, Status.ERROR), f"clarabel: {name}", sol.x, sol.z, sol.iterations, model,
-                            form, sign, timings, self.spec, self.version())
+        settings = clarabel.DefaultSettings()
+        settings.verbose = bool(options.verbose)
+        if options.time_limit is not None:
+            settings.time_limit = float(options.time_limit)
+        if options.feasibility_tol is not None:
+            settings.tol_feas = float(options.feasibility_tol)
+        if options.optimality_tol is not None:
+            settings.tol_gap_abs = settings.tol_gap_rel = float(options.optimality_tol)
+        for key, value in options.raw.items():
+            setattr(settings, key, value)
+        A = _ListCsc(form.A.data.tolist(), form.A.indices.tolist(), form.A.indptr.tolist(), form.A.shape)
+        q, b = (sign * model.c).tolist(), form.b.tolist()
+
+        def run() -> Solved:  # Clarabel's setup (KKT structure, equilibration) is solver work
+            sol = clarabel.DefaultSolver(_zero_square(model.num_vars), q, A, b, _cones(form), settings).solve()
+            name = str(sol.status).split(".")[-1]
+            return _STATUS.get(name, Status.ERROR), f"clarabel: {name}", sol.x, sol.z, sol.iterations
+
+        return run
 
 
 class _ListCsc(NamedTuple):

@@ -9,21 +9,45 @@ Both solvers minimize ``q . x`` and return the cone duals ``z`` with ``q + A'^T 
 
 from __future__ import annotations
 
+from abc import abstractmethod
+from collections.abc import Callable
+
 import numpy as np
 
 from ..canonical import CanonicalModel
 from ..capabilities import Capability
+from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from ..sparse import csc_from_triplets, transpose_times
 from ..sparse import scipy_sparse as sp
-from .base import Backend
+from .base import Backend, stopwatch
+
+#: what a conic adapter's run returns: status, message, x, cone duals z, iterations
+Solved = tuple[Status, str, object, object, int]
 
 
 class ConicBackend(Backend):
-    """An interior-point solver that reads :func:`conic_form`: LPs and second-order cones, with duals."""
+    """An interior-point solver that reads :func:`conic_form`: LPs and second-order cones, with duals.
+
+    An adapter turns the form into its solver's call (:meth:`_setup`, timed as the translation)
+    and returns that call, which runs the solver (timed as the solve); :meth:`solve` does the rest."""
 
     def capabilities(self) -> frozenset[Capability]:
         return frozenset({Capability.LP, Capability.SOC, Capability.DUALS})
+
+    def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
+        timings = Timings()
+        sign = -1.0 if model.sense == "max" else 1.0  # the solvers minimize: a maximum goes in as -c
+        with stopwatch(timings, "translate"):
+            form = conic_form(model)
+            run = self._setup(model, form, sign, options)
+        with stopwatch(timings, "solve"):
+            status, message, x, z, iterations = run()
+        return conic_result(status, message, x, z, iterations, model, form, sign, timings, self.spec, self.version())
+
+    @abstractmethod
+    def _setup(self, model: CanonicalModel, form: ConicForm, sign: float,
+               options: SolveOptions) -> Callable[[], Solved]: ...
 
 
 class ConicForm:

@@ -20,9 +20,8 @@ import numpy as np
 
 from ..canonical import CanonicalModel
 from ..options import SolveOptions
-from ..result import Result, Status, Timings
-from .base import stopwatch
-from .conic import ConicBackend, conic_form, conic_result
+from ..result import Result, Status
+from .conic import ConicBackend, ConicForm, Solved
 
 #: ECOS' exit flags (ecos.h): optimal, certificates, and the same to reduced accuracy
 _STATUS = {
@@ -43,39 +42,39 @@ class EcosBackend(ConicBackend):
         return _version()
 
     def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
-        import _ecos
-
-        timings = Timings()
-        with stopwatch(timings, "translate"):
-            form = conic_form(model)
-            kwargs = {"verbose": bool(options.verbose)}
-            if options.feasibility_tol is not None:
-                kwargs["feastol"] = float(options.feasibility_tol)
-            if options.optimality_tol is not None:
-                kwargs["abstol"] = kwargs["reltol"] = float(options.optimality_tol)
-            kwargs.update(options.raw)
-            sign = -1.0 if model.sense == "max" else 1.0
-            n, A, zero = model.num_vars, form.A, form.zero
-            dims = {"l": form.nonneg, "q": [3] * form.soc, "e": 0}
-            if zero:
-                eq = A.indices < zero
-                G, E = _rows(A, ~eq, zero, n), _rows(A, eq, 0, n)
-                args = ((A.shape[0] - zero, n, zero), sign * model.c, *G, form.b[zero:], dims, *E, form.b[:zero])
-            else:
-                args = ((A.shape[0], n, 0), sign * model.c, A.data, A.indices.astype(np.int64, copy=False),
-                        A.indptr.astype(np.int64, copy=False), form.b, dims)
-        with stopwatch(timings, "solve"):
-            sol = _ecos.csolve(*args, **kwargs)
-        info = sol["info"]
-        flag = int(info["exitFlag"])
-        status = _STATUS.get(flag, Status.ERROR)
-        result = conic_result(status, f"ecos: {info['infostring']} (exit flag {flag})", sol["x"],
-                              np.concatenate([sol["y"], sol["z"]]), info["iter"], model, form, sign, timings,
-                              self.spec, self.version())
+        result = super().solve(model, options)
         if options.time_limit is not None:
             result.notes.append(f"ecos has no time limit: the {options.time_limit:g} s asked for was not applied "
                                 "(raw max_iters bounds a run)")
         return result
+
+    def _setup(self, model: CanonicalModel, form: ConicForm, sign: float, options: SolveOptions):
+        import _ecos
+
+        kwargs = {"verbose": bool(options.verbose)}
+        if options.feasibility_tol is not None:
+            kwargs["feastol"] = float(options.feasibility_tol)
+        if options.optimality_tol is not None:
+            kwargs["abstol"] = kwargs["reltol"] = float(options.optimality_tol)
+        kwargs.update(options.raw)
+        n, A, zero = model.num_vars, form.A, form.zero
+        dims = {"l": form.nonneg, "q": [3] * form.soc, "e": 0}
+        if zero:
+            eq = A.indices < zero
+            G, E = _rows(A, ~eq, zero, n), _rows(A, eq, 0, n)
+            args = ((A.shape[0] - zero, n, zero), sign * model.c, *G, form.b[zero:], dims, *E, form.b[:zero])
+        else:
+            args = ((A.shape[0], n, 0), sign * model.c, A.data, A.indices.astype(np.int64, copy=False),
+                    A.indptr.astype(np.int64, copy=False), form.b, dims)
+
+        def run() -> Solved:
+            sol = _ecos.csolve(*args, **kwargs)
+            info = sol["info"]
+            flag = int(info["exitFlag"])
+            return (_STATUS.get(flag, Status.ERROR), f"ecos: {info['infostring']} (exit flag {flag})", sol["x"],
+                    np.concatenate([sol["y"], sol["z"]]), info["iter"])
+
+        return run
 
 
 def _rows(A, keep: np.ndarray, shift: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
