@@ -196,7 +196,7 @@ def build_published(problem: AllocationProblem, isolated: np.ndarray, cumulative
     jobs, types = published.published_order(problem)
     R = problem.require("remaining_steps", "finish_time_fairness[perf]")[jobs]
     per_level = 1.0 / (cumulative[jobs] + R / isolated[jobs])
-    return published.layout(problem, "finish_time_fairness[perf]", reciprocal=(
+    return published.layout(problem, "finish_time_fairness[perf]", (jobs, types), reciprocal=(
         problem.throughputs[np.ix_(jobs, types)], (R * per_level, -(problem.elapsed()[jobs] * per_level))))
 
 

@@ -147,7 +147,7 @@ def build_published(problem: AllocationProblem, variant: Variant = "perf") -> Ca
     jobs, types = published.published_order(problem)
     rates = problem.throughputs[np.ix_(jobs, types)] if variant == "perf" else np.ones((jobs.size, types.size))
     c = published_coefficients(rates, problem.scale_factors[jobs], problem.weights[jobs], problem.capacities[types])
-    return published.layout(problem, f"max_min_fairness[{variant}]", epigraph=c)
+    return published.layout(problem, f"max_min_fairness[{variant}]", (jobs, types), epigraph=c)
 
 
 def decode_published(problem: AllocationProblem, result: Result, policy: str) -> Allocation:

@@ -90,7 +90,7 @@ def build_published(problem: AllocationProblem, variant: str = "perf") -> Canoni
         raise ValueError(f"the published layout covers max_sum_throughput[perf|normalized_by_cost_perf], "
                          f"not [{variant}]")
     jobs, types = published.published_order(problem)
-    return published.layout(problem, f"max_sum_throughput[{variant}]",
+    return published.layout(problem, f"max_sum_throughput[{variant}]", (jobs, types),
                             objective=problem.throughputs[np.ix_(jobs, types)] / costs(problem, variant)[types])
 
 

@@ -98,8 +98,8 @@ def build_deadline_published(problem: AllocationProblem, variant: Variant, deadl
         T = np.repeat(T[:, [sorted(problem.worker_types).index(REFERENCE_TYPE)]], len(types), axis=1)
     elif variant == "agnostic":
         T = reference_rates(problem)[np.ix_(jobs, types)]
-    return published.layout(problem, f"min_total_duration[{variant}] within {deadline:.6g} s", after=-T,
-                            after_hi=-R[jobs] / deadline)
+    return published.layout(problem, f"min_total_duration[{variant}] within {deadline:.6g} s", (jobs, types),
+                            after=-T, after_hi=-R[jobs] / deadline)
 
 
 def time_scale(problem: AllocationProblem, variant: Variant) -> float:

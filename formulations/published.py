@@ -40,20 +40,22 @@ def published_order(problem: AllocationProblem) -> tuple[np.ndarray, np.ndarray]
             np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64))
 
 
-def layout(problem: AllocationProblem, name: str, *, epigraph: np.ndarray | None = None,
+def layout(problem: AllocationProblem, name: str, order: tuple[np.ndarray, np.ndarray], *,
+           epigraph: np.ndarray | None = None,
            objective: np.ndarray | None = None, after: np.ndarray | None = None,
            after_hi: np.ndarray | None = None,
            reciprocal: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
            ) -> CanonicalModel:
-    """The program in the published layout, (m, n) arrays in the published order (jobs by id, types
-    by name): ``epigraph`` c (maximize ``min_i c_i . x_i`` as cvxpy does: minimize ``t`` over rows
-    ``-t - c_i . x_i <= 0``), else maximize ``objective . x`` (0: a feasibility program); ``after``
-    (rows ``after_i . x_i <= after_hi_i`` after the base rows). ``reciprocal = (T, (a, b))``:
-    minimize ``max_i a_i / (T_i . x_i) - b_i`` as cvxpy does for ``maximum`` of ``inv_pos`` terms:
-    columns ``t, x, u``, rows ``-t + a_i u_i <= b_i`` first, and after every row one rotated cone
-    ``(T_i . x_i) u_i >= 1`` per job, ``(T_i . x_i + u_i, T_i . x_i - u_i, 2)``."""
+    """The program in the published layout, (m, n) arrays in the published ``order`` (jobs by id,
+    types by name, :func:`published_order`): ``epigraph`` c (maximize ``min_i c_i . x_i`` as cvxpy
+    does: minimize ``t`` over rows ``-t - c_i . x_i <= 0``), else maximize ``objective . x`` (0: a
+    feasibility program); ``after`` (rows ``after_i . x_i <= after_hi_i`` after the base rows).
+    ``reciprocal = (T, (a, b))``: minimize ``max_i a_i / (T_i . x_i) - b_i`` as cvxpy does for
+    ``maximum`` of ``inv_pos`` terms: columns ``t, x, u``, rows ``-t + a_i u_i <= b_i`` first, and
+    after every row one rotated cone ``(T_i . x_i) u_i >= 1`` per job, ``(T_i . x_i + u_i,
+    T_i . x_i - u_i, 2)``."""
     start = time.perf_counter()
-    jobs, types = published_order(problem)
+    jobs, types = order
     m, n = jobs.size, types.size
     cells = m * n
     k = np.arange(cells)
