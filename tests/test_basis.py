@@ -118,3 +118,17 @@ def test_an_optimal_basis_of_any_row_kind_leaves_no_pivot(solver):
     result = solve(model, solver, SolveOptions(method="primal", basis=basis))
     assert result.objective == pytest.approx(h.getInfo().objective_function_value, rel=1e-12)
     assert result.iterations == 0
+
+
+def test_a_basis_highs_refuses_is_named_in_the_result():
+    # below solve()'s check: HiGHS itself refuses a basis of the wrong length, solves from its own
+    # start and the result says so (an inconsistent count it would repair silently; solve() stops that)
+    from optim.backends.highs import HighsBackend
+
+    problem = tiny([[1.0, 2.0], [2.0, 1.0]], caps=(1, 1))
+    model = max_min_fairness.build(problem, "perf")
+    basis = max_min_fairness.start_basis(problem, model)
+    cold = solve(model, "highs", SolveOptions(method="primal"))
+    result = HighsBackend().solve(model, SolveOptions(method="primal", basis=Basis(basis.columns[1:], basis.rows)))
+    assert result.objective == pytest.approx(cold.objective, rel=1e-12)
+    assert result.notes == ["HiGHS refused the starting basis; its simplex started from its own"]
