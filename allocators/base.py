@@ -161,7 +161,9 @@ class Policy(SchedulingPolicy):
     def _solve_merged(self, model: Model, basis: Basis | None = None) -> Result:
         """A program over classes (:mod:`formulations.classes`): small, and its zero point is
         feasible, so cold, by primal simplex without presolve (unless a method was asked), from
-        ``basis`` where a simplex method runs."""
+        ``basis`` where a simplex method runs; without scaling unless asked for (its coefficients
+        are GPU counts, ones and normalized rates: scaling them cost HiGHS a third of its run and
+        saved no pivot on Gavel's 256-job instances, ``benchmarks/README.md``)."""
         options = self._merged_options
         if basis is not None and options.method in ("primal", "simplex"):
             options = options.with_basis(basis)
@@ -169,7 +171,9 @@ class Policy(SchedulingPolicy):
 
     @cached_property
     def _merged_options(self) -> SolveOptions:
-        return self.options if self.options.method != "auto" else replace(self.options, method="primal")
+        method = "primal" if self.options.method == "auto" else self.options.method
+        scaling = False if self.options.scaling is None else self.options.scaling
+        return replace(self.options, method=method, scaling=scaling)
 
     def _start_basis(self, problem: AllocationProblem, model: Model) -> Basis | None:
         """A starting basis for the simplex method on ``model``, built for ``problem`` (none here)."""

@@ -20,6 +20,10 @@ class SolveOptions:
     ``seed``: the solver's random seed (HiGHS ``random_seed``, Gurobi ``Seed``), which
     picks among equally good pivots and branchings and so among optima that are not
     unique; solvers without one (Clarabel, the other conic solvers) are deterministic.
+    ``scaling``: False turns off the rescaling of rows and columns before the solve (HiGHS'
+    simplex ``simplex_scale_strategy=0``, Gurobi ``ScaleFlag=0``, Clarabel ``equilibrate_enable``;
+    the others have no such switch and ignore it), None keeps the solver's default. Answers agree
+    within the tolerances either way; on a small, well-scaled LP the scaling costs more than it saves.
     ``start``: a feasible point (one value per column) for MIP solvers to start from.
     ``basis``: an :class:`~optim.basis.Basis` for an LP's simplex method to start from (backends
     with ``Capability.VERTEX``); best with ``method="primal"`` and a primal feasible basis.
@@ -48,6 +52,7 @@ class SolveOptions:
     start: Any = None
     basis: Any = None
     seed: int | None = None
+    scaling: bool | None = None
     node_limit: int | None = None
     strict_time_limit: bool = False
 

@@ -331,3 +331,46 @@ def test_ecos_reports_the_time_limit_it_cannot_apply():
     assert res.status is Status.OPTIMAL
     assert any("ecos has no time limit" in note for note in res.notes)
     assert not solve(ranged_lp("max"), "ecos").notes
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_solves_without_scaling(backend):
+    reference = solve(ranged_lp("max"), "highs").objective
+    result = solve(ranged_lp("max"), backend, SolveOptions(scaling=False))
+    assert result.objective == pytest.approx(reference, rel=tolerance(backend), abs=tolerance(backend))
+
+
+def test_scaling_off_reaches_highs_and_gurobi():
+    from optim.backends import highs
+
+    canon = ranged_lp("max").canonical()
+    assert highs.load_highs(canon, SolveOptions(scaling=False)).getOptionValue("simplex_scale_strategy")[1] == 0
+    assert highs.load_highs(canon, SolveOptions()).getOptionValue("simplex_scale_strategy")[1] != 0
+    gurobipy = pytest.importorskip("gurobipy")
+    from optim.backends import gurobi
+
+    m = gurobipy.Model(env=gurobi.env())
+    gurobi.apply_options(m, SolveOptions(scaling=False))
+    assert m.Params.ScaleFlag == 0
+
+
+def test_a_pooled_highs_object_solves_as_a_fresh_one():
+    # an LP is solved on an idle HiGHS object when there is one: its options are reset, its model
+    # replaced, and the answer is a fresh object's to the bit; MIPs always get a fresh object
+    from optim.backends import highs
+
+    canon = ranged_lp("max").canonical()
+    fresh = highs.HighsBackend().solve(canon, SolveOptions())
+    highs._IDLE.clear()
+    limited = solve(ranged_lp("min"), "highs", SolveOptions(method="simplex", raw={"simplex_iteration_limit": 0}),
+                    check=False)
+    assert limited.status is not Status.OPTIMAL
+    assert len(highs._IDLE) == 1
+    held = highs._IDLE[0]
+    again = solve(canon, "highs")
+    assert highs._IDLE == [held]
+    assert (again.objective, again.iterations) == (fresh.objective, fresh.iterations)
+    for field in ("x", "row_duals", "reduced_costs"):
+        assert np.array_equal(getattr(again, field), getattr(fresh, field))
+    solve(market_split(), "highs", SolveOptions(node_limit=1), check=False)
+    assert highs._IDLE == [held]

@@ -132,3 +132,19 @@ def test_a_basis_highs_refuses_is_named_in_the_result():
     result = HighsBackend().solve(model, SolveOptions(method="primal", basis=Basis(basis.columns[1:], basis.rows)))
     assert result.objective == pytest.approx(cold.objective, rel=1e-12)
     assert result.notes == ["HiGHS refused the starting basis; its simplex started from its own"]
+
+
+@pytest.mark.parametrize("solver", [b for b in ("highs", "gurobi") if b in lp_backends()])
+def test_a_singular_basis_is_repaired_by_the_backend(solver):
+    # one basic entry per row, as check() asks, but on two equal columns: HiGHS takes the basis as
+    # not alien and repairs the rank deficiency with slacks when it factors; the optimum is the same
+    from optim import Model
+
+    model = Model("singular")
+    x = model.add_variables("x", 3)
+    model.add_rows("cap", {x: [[1.0, 1.0, 1.0], [1.0, 1.0, 2.0]]}, hi=[2.0, 3.0])
+    model.set_objective({x: [1.0, 1.0, 1.5]}, sense="max")
+    basis = Basis(np.array([BASIC, BASIC, LOWER], dtype=np.int8), np.array([UPPER, UPPER], dtype=np.int8))
+    cold = solve(model, solver, SolveOptions(method="primal"))
+    result = solve(model, solver, SolveOptions(method="primal", basis=basis))
+    assert result.objective == pytest.approx(cold.objective, rel=1e-12) == 2.5

@@ -32,7 +32,7 @@ from formulations.classes import (
     merge_by_demand,
     merge_equal_jobs,
 )
-from optim import solve
+from optim import SolveOptions, solve
 
 #: policy -> the full (unmerged) program of the same problem
 FULL = {
@@ -99,6 +99,12 @@ def test_a_problem_of_distinct_jobs_is_solved_as_it_is():
     assert merge_equal_jobs(problem) is None
     allocation = make_policy("max_min_fairness_perf", "highs").allocate(problem)
     assert MERGED_NOTE not in allocation.notes and allocation.program.num_vars == 5  # x (2 x 2) and z
+
+
+def test_a_merged_program_runs_primal_simplex_without_scaling_unless_asked():
+    assert make_policy("max_min_fairness_perf", "highs")._merged_options == SolveOptions(method="primal", scaling=False)
+    asked = make_policy("max_min_fairness_perf", "highs", SolveOptions(method="simplex", scaling=True))._merged_options
+    assert (asked.method, asked.scaling) == ("simplex", True)
 
 
 def _makespan_checks(problem, allocation, reference: float, variant: str = "perf", rel: float = 1e-7) -> None:

@@ -37,6 +37,8 @@ class ClarabelBackend(ConicBackend):
             settings.tol_feas = float(options.feasibility_tol)
         if options.optimality_tol is not None:
             settings.tol_gap_abs = settings.tol_gap_rel = float(options.optimality_tol)
+        if options.scaling is False:
+            settings.equilibrate_enable = False
         for key, value in options.raw.items():
             setattr(settings, key, value)
         A = _ListCsc(form.A.data.tolist(), form.A.indices.tolist(), form.A.indptr.tolist(), form.A.shape)

@@ -151,6 +151,8 @@ def apply_options(m, options: SolveOptions) -> None:
         p.NodeLimit = options.node_limit
     if options.seed is not None:
         p.Seed = options.seed
+    if options.scaling is False:
+        p.ScaleFlag = 0
     if options.method != "auto":
         p.Method = {"simplex": 1, "ipm": 2, "primal": 0}[options.method]
     if options.method == "primal":

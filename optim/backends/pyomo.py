@@ -26,6 +26,9 @@ _OPTION_NAMES = {
                "node_limit": "NodeLimit"},
 }
 
+#: ``SolveOptions(scaling=False)`` per inner solver
+_SCALING_OFF = {"highs": {"simplex_scale_strategy": 0}, "gurobi": {"ScaleFlag": 0}}
+
 
 class PyomoBackend(Backend):
     def __init__(self, inner: str = DEFAULT_INNER):
@@ -83,6 +86,8 @@ class PyomoBackend(Backend):
             method = highs_lp_method(options, model) if self.inner == "highs" else None
             if method is not None:
                 opt.options["solver"] = method
+            if options.scaling is False:
+                opt.options.update(_SCALING_OFF[self.inner])
             for key, value in options.raw.items():
                 opt.options[key] = value
         with stopwatch(timings, "solve"):
