@@ -113,6 +113,11 @@ class Policy(SchedulingPolicy):
         self._sessions: dict[str, Session] = {}
         if self.program.needs:
             self._check_backend()
+        #: solve merged (``merge_on``) on a backend whose LP answers are vertices: an interior-point
+        #: one would return the centre of the merged program's optimal face, which is not the full
+        #: program's (equal optimum, another allocation)
+        self.merges = self.merge_on is not None and Capability.VERTEX in self.backend.capabilities()
+        self._merged_options = self._merged_solve_options() if self.merges else self.options
 
     @cached_property
     def backend(self) -> Backend:
@@ -162,15 +167,15 @@ class Policy(SchedulingPolicy):
         """A program over classes (:mod:`formulations.classes`): small, and its zero point is
         feasible, so cold, by primal simplex without presolve (unless a method was asked), from
         ``basis`` where a simplex method runs; without scaling unless asked for (its coefficients
-        are GPU counts, ones and normalized rates: scaling them cost HiGHS a third of its run and
-        saved no pivot on Gavel's 256-job instances, ``benchmarks/README.md``)."""
+        are GPU counts, ones and normalized rates: on Gavel's 256-job max-min instances scaling
+        took a fifth of HiGHS' run, and primal simplex pivoted 6 times without it, 8.5 with it)."""
         options = self._merged_options
         if basis is not None and options.method in ("primal", "simplex"):
             options = options.with_basis(basis)
         return solve(model.canonical(), self.backend, options)
 
-    @cached_property
-    def _merged_options(self) -> SolveOptions:
+    def _merged_solve_options(self) -> SolveOptions:
+        """The options of :meth:`_solve_merged`, resolved once, at construction."""
         method = "primal" if self.options.method == "auto" else self.options.method
         scaling = False if self.options.scaling is None else self.options.scaling
         return replace(self.options, method=method, scaling=scaling)
@@ -182,13 +187,6 @@ class Policy(SchedulingPolicy):
     def _merged(self, problem: AllocationProblem) -> MergedProblem | None:
         """The merged program's problem (:mod:`formulations.classes`): equal jobs as one."""
         return merge_equal_jobs(problem, self.merge_on)
-
-    @cached_property
-    def merges(self) -> bool:
-        """Solve merged (``merge_on``) on a backend whose LP answers are vertices: an interior-point
-        one would return the centre of the merged program's optimal face, which is not the full
-        program's (equal optimum, another allocation)."""
-        return self.merge_on is not None and Capability.VERTEX in self.backend.capabilities()
 
     @staticmethod
     def _finish(allocation: Allocation, problem: AllocationProblem, generated: np.ndarray | None) -> Allocation:

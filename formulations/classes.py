@@ -141,7 +141,7 @@ def _rows_of(problem: AllocationProblem, keep: np.ndarray, counts: np.ndarray, *
     for name in ("job_ids", "scale_factors", "weights", "throughputs", *OPTIONAL_ARRAYS):
         if name != "prices" and values[name] is not None:
             values[name] = values[name][keep]
-    values["job_types"] = tuple(problem.job_types[i] for i in keep)
+    values["job_types"] = tuple(map(problem.job_types.__getitem__, keep.tolist()))
     values.update(counts=counts, original=problem, source=keep, **fields)
     merged = object.__new__(MergedProblem)
     merged.__dict__.update(values)

@@ -108,7 +108,7 @@ def decode(problem: AllocationProblem, model: Model, result: Result, policy: str
                    canon.col_hi[block.columns].reshape(block.shape))
     notes = list(result.notes)
     repaired = _scale_into_budgets(problem, x)
-    if np.abs(repaired - x).max(initial=0.0) > 1e-9:
+    if repaired is not x and np.abs(repaired - x).max(initial=0.0) > 1e-9:
         notes.append(f"scaled shares down by up to {np.abs(repaired - x).max():.2e} to meet capacity and "
                      f"time budgets exactly ({result.backend} tolerance)")
     fields = {"objective": objective, "result": result, "notes": notes, "program": canon}
@@ -116,11 +116,15 @@ def decode(problem: AllocationProblem, model: Model, result: Result, policy: str
 
 
 def _scale_into_budgets(problem: AllocationProblem, x: np.ndarray) -> np.ndarray:
+    """``x`` scaled into the capacities, then the time budgets (``x`` itself where it is within both)."""
     m = problem.num_jobs
     gpus = problem.scale_factors * multiplicity(problem)
     if x.shape[0] == m:  # single jobs: each row is one job's time budget
-        x = x * np.minimum(1.0, problem.capacities / np.maximum(gpus @ x, 1e-300))
-        return x * np.minimum(1.0, 1.0 / np.maximum(x.sum(axis=1), 1e-300))[:, None]
+        used = gpus @ x
+        if (used > problem.capacities).any():
+            x = x * np.minimum(1.0, problem.capacities / np.maximum(used, 1e-300))
+        time = x.sum(axis=1)
+        return x * np.minimum(1.0, 1.0 / np.maximum(time, 1e-300))[:, None] if (time > 1.0).any() else x
     pairs = problem.job_pairs()
     first = np.concatenate([np.arange(m), pairs.first])
     second = np.concatenate([np.arange(m), pairs.second])
@@ -162,12 +166,13 @@ def singles_program(problem: AllocationProblem, name: str, *, level: np.ndarray 
     m, n = problem.throughputs.shape
     cells = m * n
     epigraph = level is not None
-    entries = np.empty((cells, 3))
-    entries[:, 0] = np.repeat(problem.scale_factors * multiplicity(problem), n)
-    entries[:, 1] = 1.0
-    rows = np.empty((cells, 3), dtype=np.int32)
-    rows[:, 0] = np.tile(np.arange(n, dtype=np.int32), m)
-    rows[:, 1] = n + np.repeat(np.arange(m, dtype=np.int32), n)
+    entries = np.empty((m, n, 3))  # per cell: its capacity, time-budget and fairness entries
+    entries[:, :, 0] = (problem.scale_factors * multiplicity(problem))[:, None]
+    entries[:, :, 1] = 1.0
+    rows = np.empty((m, n, 3), dtype=np.int32)
+    rows[:, :, 0] = np.arange(n, dtype=np.int32)
+    rows[:, :, 1] = np.arange(n, n + m, dtype=np.int32)[:, None]
+    entries, rows = entries.reshape(cells, 3), rows.reshape(cells, 3)
     per_cell = np.full(cells, 2, dtype=np.int32)
     if epigraph:
         entries[:, 2] = -level.reshape(-1)

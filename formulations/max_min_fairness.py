@@ -31,7 +31,6 @@ from optim.sparse import scipy_sparse as sp
 from . import combinations, published
 from .combinations import Combinations
 from .problem import Allocation, AllocationProblem
-from .rates import runnable
 
 Variant = Literal["agnostic", "perf", "packed"]
 VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
@@ -97,7 +96,10 @@ def start_basis(problem: AllocationProblem, model: Model, variant: Variant = "pe
     coef = normalized_coefficients(problem, variant)
     m, n = coef.shape
     W = problem.capacities.astype(float)
-    score = np.where(runnable(problem) & (coef > 0), coef * W, -1.0)
+    canon = model.canonical()
+    x, rows = model.blocks["x"], canon.row_blocks
+    runs = canon.col_hi[x.columns].reshape(m, n) > 0  # the model's runnable cells
+    score = np.where(runs & (coef > 0), coef * W, -1.0)
     best = score.argmax(axis=1)
     jobs = np.arange(m)
     if m == 0 or (score[jobs, best] <= 0).any():
@@ -105,8 +107,6 @@ def start_basis(problem: AllocationProblem, model: Model, variant: Variant = "pe
     rate = coef[jobs, best]
     load = np.bincount(best, weights=problem.scale_factors * combinations.multiplicity(problem) / rate, minlength=n)
     by_type = np.divide(W, load, out=np.full(n, np.inf), where=load > 0)
-    canon = model.canonical()
-    x, rows = model.blocks["x"], canon.row_blocks
     columns = np.full(canon.num_vars, LOWER, dtype=np.int8)
     columns[x.start + jobs * n + best] = BASIC
     columns[model.blocks["z"].start] = BASIC
