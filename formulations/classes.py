@@ -80,7 +80,7 @@ def merge_equal_jobs(problem: AllocationProblem, fields: tuple[str, ...] = ()) -
         return None
     columns = [problem.throughputs, problem.scale_factors[:, None].astype(float), problem.weights[:, None]]
     columns += [getattr(problem, name)[:, None] for name in fields if getattr(problem, name) is not None]
-    first, members, counts = distinct_rows(np.hstack(columns))  # classes in order of their first job
+    first, members, counts = distinct_rows(np.concatenate(columns, axis=1))  # classes in order of their first job
     if first.size == problem.num_jobs:
         return None
     return _rows_of(problem, first, counts.astype(float), members=members)

@@ -167,32 +167,31 @@ def distinct_rows(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """``(first, label, count)`` of the distinct rows of a 2-D float array, labelled in the order of
     their first row: each one's first row, each row's label, rows per label (``-0.0`` equals ``0.0``).
 
-    Rows are sorted once on a projection ``data @ w`` (fixed weights in [1, 2)), whatever the width:
-    equal rows have equal keys, so they are adjacent unless a distinct row with the very same key
-    sits between them, which shows as two adjacent rows with equal keys and unequal data. Then (or
-    when a key is not finite) one exact lexsort over the columns is used instead."""
+    Rows are grouped by a projection ``data @ w`` (fixed weights in [1, 2)), whatever the width:
+    equal rows have equal keys, and a stable sort puts each group's first row first. A group is
+    then checked against its first row; where a key is shared by unequal rows (or is NaN) one exact
+    lexsort over the columns groups them instead."""
     m = data.shape[0]
     with np.errstate(over="ignore", invalid="ignore"):
         key = data @ _projection(data.shape[1])
-    order = np.argsort(key)
-    ordered = data[order]
-    differ = (ordered[1:] != ordered[:-1]).any(axis=1)
+    order = np.argsort(key, kind="stable")
     sorted_key = key[order]
-    if not np.isfinite(sorted_key).all() or (differ & (sorted_key[1:] == sorted_key[:-1])).any():
+    new = np.empty(m, dtype=bool)
+    new[:1] = True
+    np.not_equal(sorted_key[1:], sorted_key[:-1], out=new[1:])
+    label = np.empty(m, dtype=np.int64)
+    label[order] = np.cumsum(new) - 1
+    first = order[new]
+    if not (data[first][label] == data).all():
         order = np.lexsort(data.T[::-1])
         ordered = data[order]
-        differ = (ordered[1:] != ordered[:-1]).any(axis=1)
-    new = np.ones(m, dtype=bool)
-    new[1:] = differ
-    starts = np.flatnonzero(new)
-    first = np.minimum.reduceat(order, starts) if m else order
-    by_first = np.argsort(first, kind="stable")
+        new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+        label[order] = np.cumsum(new) - 1
+        first = order[new]
+    by_first = np.argsort(first)
     rank = np.empty_like(by_first)
     rank[by_first] = np.arange(by_first.size)
-    label = np.empty(m, dtype=np.int64)
-    label[order] = rank[np.cumsum(new) - 1]
-    count = np.diff(np.append(starts, m))
-    return first[by_first], label, count[by_first]
+    return first[by_first], rank[label], np.bincount(label, minlength=first.size)[by_first]
 
 
 @functools.lru_cache(maxsize=32)

@@ -139,7 +139,8 @@ def test_distinct_rows_labels_rows_by_their_first_occurrence(m, width, seed):
     from optim.sparse import distinct_rows
 
     rng = np.random.default_rng(seed)
-    data = rng.choice([0.0, -0.0, 1.0, 2.5, np.inf, -np.inf], size=(m, width), p=[0.3, 0.1, 0.3, 0.2, 0.05, 0.05])
+    data = rng.choice([0.0, -0.0, 1.0, 2.5, np.inf, -np.inf, np.nan], size=(m, width),
+                      p=[0.3, 0.1, 0.3, 0.2, 0.04, 0.04, 0.02])
     for got, expected in zip(distinct_rows(data), _distinct_by_dict(data), strict=True):
         assert np.array_equal(got, expected)
 
