@@ -45,6 +45,25 @@ def test_the_max_min_start_basis_is_a_primal_feasible_basis(problem, variant):
     assert (activity >= canon.row_lo - scale).all() and (activity <= canon.row_hi + scale).all()
 
 
+@given(st.one_of(problems(max_jobs=10), many_equal_jobs()), st.sampled_from(["perf", "agnostic"]))
+def test_a_start_basis_at_the_bound_is_optimal(problem, variant):
+    # no job passes Z = min_i max_j c_ij; where the balanced choice reaches Z the basis is optimal
+    problem = merge_equal_jobs(problem) or problem
+    model = max_min_fairness.build(problem, variant)
+    canon = model.canonical()
+    basis = max_min_fairness.start_basis(problem, model, variant)
+    x, _ = basic_solution(canon, basis)
+    coef = max_min_fairness.normalized_coefficients(problem, variant)
+    runs = canon.col_hi[model.blocks["x"].columns].reshape(coef.shape) > 0
+    bound = np.where(runs, coef, 0.0).max(axis=1).min()
+    level = x[model.blocks["z"].start]
+    assert level <= bound * (1 + 1e-12)
+    result = solve(model, "highs", SolveOptions(method="primal", basis=basis))
+    assert result.objective == pytest.approx(max(level, result.objective), rel=1e-9)
+    if level >= bound * (1 - 1e-12):
+        assert result.iterations == 0 and result.objective == pytest.approx(bound, rel=1e-9)
+
+
 @pytest.mark.parametrize("solver", [b for b in ("highs", "gurobi") if b in lp_backends()])
 @given(many_equal_jobs())
 def test_a_vertex_backend_started_from_the_basis_reaches_the_optimum(solver, problem):
