@@ -374,3 +374,6 @@ def test_a_pooled_highs_object_solves_as_a_fresh_one():
         assert np.array_equal(getattr(again, field), getattr(fresh, field))
     solve(market_split(), "highs", SolveOptions(node_limit=1), check=False)
     assert highs._IDLE == [held]
+    # its clocks are zeroed too: HiGHS counts a time limit from the object's total run time
+    assert held.getRunTime() > 0
+    assert highs._pooled() is held and held.getRunTime() == 0

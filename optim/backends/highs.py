@@ -145,10 +145,10 @@ def load_highs(model: CanonicalModel, options: SolveOptions, pooled: bool = Fals
     """A HiGHS object holding ``model`` with ``options`` applied; None when HiGHS rejects the model.
 
     It is highspy's core object, without ``highspy.Highs``' Python callbacks (none is used; about
-    20 us a model). With ``pooled`` it is an idle one from ``_IDLE`` where there is one, its options
-    reset to HiGHS' defaults and its last model replaced: creating and destroying a HiGHS object
-    (its option records, its solver's arrays) cost about 0.1 ms around a 0.15 ms run of a small LP.
-    The caller gives it back to the pool after reading its result."""
+    20 us a model). With ``pooled`` it is an idle one from ``_IDLE`` where there is one, reset to
+    a fresh object's state (:func:`_pooled`): creating and destroying a HiGHS object (its option
+    records above all) cost about 0.1 ms around a 0.15 ms run of a small LP. The caller gives it
+    back to the pool after reading its result."""
     import highspy
 
     quiet_banner()
@@ -168,12 +168,15 @@ def load_highs(model: CanonicalModel, options: SolveOptions, pooled: bool = Fals
 
 
 def _pooled():
-    """An idle HiGHS object with HiGHS' default options, or None."""
+    """An idle HiGHS object as a fresh one is, or None: HiGHS' default options, and no model, solver
+    data or run time (``releaseMemory``; HiGHS measures a time limit from the object's total run
+    time, so a reused object that kept its clocks would stop early)."""
     try:
         h = _IDLE.pop()
     except IndexError:
         return None
     h.resetOptions()
+    h.releaseMemory()
     return h
 
 
