@@ -32,12 +32,16 @@ def basic_solution(canon, basis: Basis) -> tuple[np.ndarray, np.ndarray]:
     return value[: canon.num_vars], value[canon.num_vars:]
 
 
-@given(st.one_of(problems(max_jobs=10), many_equal_jobs()), st.sampled_from(["perf", "agnostic"]))
-def test_the_max_min_start_basis_is_a_primal_feasible_basis(problem, variant):
+def merged_start(problem, variant: str):
+    """``(problem', model, canonical model, start basis)`` of the max-min LP, merged where jobs repeat."""
     problem = merge_equal_jobs(problem) or problem
     model = max_min_fairness.build(problem, variant)
-    canon = model.canonical()
-    basis = max_min_fairness.start_basis(problem, model, variant)
+    return problem, model, model.canonical(), max_min_fairness.start_basis(problem, model, variant)
+
+
+@given(st.one_of(problems(max_jobs=10), many_equal_jobs()), st.sampled_from(["perf", "agnostic"]))
+def test_the_max_min_start_basis_is_a_primal_feasible_basis(problem, variant):
+    problem, model, canon, basis = merged_start(problem, variant)
     basis.check(canon)
     x, activity = basic_solution(canon, basis)
     scale = 1e-9 * max(1.0, np.abs(x).max())
@@ -48,10 +52,7 @@ def test_the_max_min_start_basis_is_a_primal_feasible_basis(problem, variant):
 @given(st.one_of(problems(max_jobs=10), many_equal_jobs()), st.sampled_from(["perf", "agnostic"]))
 def test_a_start_basis_at_the_bound_is_optimal(problem, variant):
     # no job passes Z = min_i max_j c_ij; where the balanced choice reaches Z the basis is optimal
-    problem = merge_equal_jobs(problem) or problem
-    model = max_min_fairness.build(problem, variant)
-    canon = model.canonical()
-    basis = max_min_fairness.start_basis(problem, model, variant)
+    problem, model, canon, basis = merged_start(problem, variant)
     x, _ = basic_solution(canon, basis)
     coef = max_min_fairness.normalized_coefficients(problem, variant)
     runs = canon.col_hi[model.blocks["x"].columns].reshape(coef.shape) > 0
