@@ -100,7 +100,7 @@ def start_basis(problem: AllocationProblem, model: Model, variant: Variant = "pe
     Where the balanced choice fits every type, z = Z and the basis is optimal: the only nonzero
     duals are the worst job's (fairness row 1, time budget its best rate Z), which price every
     other cell at most 0. On Gavel's instances (64-100,000 jobs) primal simplex then pivots 0-1
-    times (5-12 without the balance, 70-100 from the slack basis)."""
+    times (5-12 without the balance, 50-100 from the slack basis)."""
     coef = normalized_coefficients(problem, variant)
     m, n = coef.shape
     canon = model.canonical()
@@ -131,10 +131,10 @@ def _balance(coef: np.ndarray, allowed: np.ndarray, gpus: np.ndarray, W: np.ndar
     """``(best', load)``: the choice of one ``allowed`` type per job ``best`` rebalanced for level
     Z, and each type's GPUs per unit level ``load_j = sum_{i on j} s_i / c_ij``.
 
-    Job i on type j takes ``Z s_i / c_ij`` GPUs at level Z. While a type is over its capacity at Z
-    (at most once per type), its jobs move, in order of the GPUs they would take elsewhere per GPU
-    they free, each to the allowed type with room where it would take fewest, as long as that
-    type keeps room."""
+    Job i on type j takes ``Z s_i / c_ij`` GPUs at level Z. In each of at most n rounds, the type
+    most over its capacity at Z (if any) sheds jobs until it fits: in order of the GPUs they would
+    take elsewhere per GPU they free, each to the allowed type with room where it would take
+    fewest, as long as that type keeps room. A round that moves no job ends the balance."""
     m, n = coef.shape
     jobs = np.arange(m)
     load = np.bincount(best, weights=gpus / coef[jobs, best], minlength=n)
