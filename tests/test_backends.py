@@ -355,18 +355,26 @@ def test_scaling_off_reaches_highs_and_gurobi():
 
 
 def test_a_pooled_highs_object_solves_as_a_fresh_one():
-    # an LP is solved on an idle HiGHS object when there is one: its options are reset, its model
-    # replaced, and the answer is a fresh object's to the bit; MIPs always get a fresh object
+    # an LP is solved on an idle HiGHS object when there is one: its options were reset and its
+    # model released, and the answer is a fresh object's to the bit; MIPs always get a fresh object
+    import highspy
+
     from optim.backends import highs
 
     canon = ranged_lp("max").canonical()
-    fresh = highs.HighsBackend().solve(canon, SolveOptions())
+    highs._IDLE.clear()
+    fresh = solve(canon, "highs")  # on a new object
     highs._IDLE.clear()
     limited = solve(ranged_lp("min"), "highs", SolveOptions(method="simplex", raw={"simplex_iteration_limit": 0}),
                     check=False)
     assert limited.status is not Status.OPTIMAL
     assert len(highs._IDLE) == 1
     held = highs._IDLE[0]
+    # an idle object holds no model, and its clocks are zeroed: HiGHS counts a time limit from the
+    # object's total run time
+    assert held.getNumCol() == 0 and held.getRunTime() == 0
+    fresh_limit = highspy._Highs().getOptionValue("simplex_iteration_limit")
+    assert held.getOptionValue("simplex_iteration_limit") == fresh_limit
     again = solve(canon, "highs")
     assert highs._IDLE == [held]
     assert (again.objective, again.iterations) == (fresh.objective, fresh.iterations)
@@ -374,6 +382,3 @@ def test_a_pooled_highs_object_solves_as_a_fresh_one():
         assert np.array_equal(getattr(again, field), getattr(fresh, field))
     solve(market_split(), "highs", SolveOptions(node_limit=1), check=False)
     assert highs._IDLE == [held]
-    # its clocks are zeroed too: HiGHS counts a time limit from the object's total run time
-    assert held.getRunTime() > 0
-    assert highs._pooled() is held and held.getRunTime() == 0

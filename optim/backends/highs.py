@@ -77,8 +77,8 @@ class HighsBackend(Backend):
             h.run()
         info = h.getInfo()
         result = read_result(h, model, timings, self.spec, info=info)
-        if pooled and len(_IDLE) < POOL_SIZE:
-            _IDLE.append(h)
+        if pooled:
+            give_back(h)
         if refused:
             result.notes.append(refused)
         return result, float(info.objective_function_value)
@@ -133,8 +133,8 @@ def quiet_banner() -> None:
         os.close(null)
 
 
-#: idle HiGHS objects, for :func:`load_highs` with ``pooled`` (lists pop and append atomically, so
-#: threads never share one); at most ``POOL_SIZE``, each holding the last LP it solved until the next
+#: idle HiGHS objects, as fresh ones are (:func:`give_back`), for :func:`load_highs` with ``pooled``
+#: (lists pop and append atomically, so threads never share one); at most ``POOL_SIZE``
 _IDLE: list = []
 POOL_SIZE = 4
 #: LPs with at most this many nonzeros are solved on a pooled object
@@ -145,15 +145,16 @@ def load_highs(model: CanonicalModel, options: SolveOptions, pooled: bool = Fals
     """A HiGHS object holding ``model`` with ``options`` applied; None when HiGHS rejects the model.
 
     It is highspy's core object, without ``highspy.Highs``' Python callbacks (none is used; about
-    20 us a model). With ``pooled`` it is an idle one from ``_IDLE`` where there is one, reset to
-    a fresh object's state (:func:`_pooled`): creating and destroying a HiGHS object (its option
-    records above all) cost about 0.1 ms around a 0.15 ms run of a small LP. The caller gives it
-    back to the pool after reading its result."""
+    20 us a model). With ``pooled`` it is an idle one from ``_IDLE`` where there is one: creating
+    and destroying a HiGHS object (its option records above all) cost about 0.1 ms around a
+    0.15 ms run of a small LP. The caller gives it back (:func:`give_back`) after reading its
+    result."""
     import highspy
 
     quiet_banner()
-    h = _pooled() if pooled else None
-    if h is None:
+    try:
+        h = _IDLE.pop() if pooled else highspy._Highs()
+    except IndexError:
         h = highspy._Highs()
     apply_options(h, options, model)
     A = model.A
@@ -167,17 +168,14 @@ def load_highs(model: CanonicalModel, options: SolveOptions, pooled: bool = Fals
     return None if status == highspy.HighsStatus.kError else h
 
 
-def _pooled():
-    """An idle HiGHS object as a fresh one is, or None: HiGHS' default options, and no model, solver
-    data or run time (``releaseMemory``; HiGHS measures a time limit from the object's total run
-    time, so a reused object that kept its clocks would stop early)."""
-    try:
-        h = _IDLE.pop()
-    except IndexError:
-        return None
-    h.resetOptions()
-    h.releaseMemory()
-    return h
+def give_back(h) -> None:
+    """``h`` into the pool (unless it is full) as a fresh object is: HiGHS' default options, and no
+    model, solver data or run time (``releaseMemory``; HiGHS measures a time limit from the
+    object's total run time, so a reused object that kept its clocks would stop early)."""
+    if len(_IDLE) < POOL_SIZE:
+        h.resetOptions()
+        h.releaseMemory()
+        _IDLE.append(h)
 
 
 def highs_basis(basis: Basis):
