@@ -73,6 +73,8 @@ class SolveOptions:
             raise ValueError(f"node_limit must be >= 0, got {self.node_limit!r}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads!r}")
+        if self.scaling is not None and not isinstance(self.scaling, bool):
+            raise ValueError(f"scaling must be True, False or None, not {self.scaling!r}")
         if self.seed is not None:
             try:
                 seed = operator.index(self.seed)

@@ -314,6 +314,8 @@ def test_invalid_options_are_rejected():
         with pytest.raises(ValueError, match="seed"):
             SolveOptions(seed=bad)
     assert SolveOptions(seed=np.int64(7)).seed == 7
+    with pytest.raises(ValueError, match="scaling"):
+        SolveOptions(scaling=0)
 
 
 def test_a_strict_time_limit_switches_off_the_highs_heuristics_that_overrun_it():
