@@ -30,7 +30,7 @@ from . import combinations, published
 from .classes import MergedProblem, demand_classes, expand, merge_by_demand
 from .combinations import Combinations
 from .problem import Allocation, AllocationProblem
-from .rates import isolated_shares, reference_rates, runnable
+from .rates import equal_shares, isolated_shares, reference_rates, runnable
 
 Variant = Literal["agnostic", "perf", "packed"]
 VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
@@ -177,14 +177,10 @@ def isolated_allocation(problem: AllocationProblem, lv: Levels, policy: str, rea
 
 
 def published_isolated_throughputs(rates: np.ndarray, scale: np.ndarray, capacities: np.ndarray) -> np.ndarray:
-    """Gavel's ``iso_i`` as its isolated policy computes it, operation for operation (published
-    order): ``x_ij = (W_j / m) / s_i`` on every cell, also where the job cannot run, each row
-    scaled down to sum to at most 1, ``iso_i = sum_j T_ij x_ij``."""
-    m, n = rates.shape
-    shares = np.repeat((capacities / m)[None, :], m, axis=0) / np.repeat(scale.astype(float)[:, None], n, axis=1)
-    per_row = np.sum(shares, axis=1)
-    shares = shares / np.maximum(per_row, np.ones(per_row.shape))[:, None]
-    return np.sum(np.multiply(rates, shares), axis=1)
+    """Gavel's ``iso_i`` as its isolated policy computes it, to the bit (published order): the equal
+    shares of :func:`~formulations.rates.equal_shares` on every cell, also where the job cannot run,
+    ``iso_i = sum_j T_ij x_ij``."""
+    return (rates * equal_shares(capacities, scale, np.ones(rates.shape, dtype=bool))).sum(axis=1)
 
 
 def build_published(problem: AllocationProblem, isolated: np.ndarray, cumulative: np.ndarray) -> CanonicalModel:
