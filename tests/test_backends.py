@@ -384,3 +384,27 @@ def test_a_pooled_highs_object_solves_as_a_fresh_one():
         assert np.array_equal(getattr(again, field), getattr(fresh, field))
     solve(market_split(), "highs", SolveOptions(node_limit=1), check=False)
     assert highs._IDLE == [held]
+
+
+def test_highs_runs_on_its_default_thread_count_pinned_and_unpins_when_refused(monkeypatch):
+    # without an explicit count HiGHS gets its own default pinned (it skips counting the cores on
+    # every run); where the calling thread's pool was sized otherwise HiGHS refuses the pinned run,
+    # which runs again on HiGHS' default, and the pin is dropped
+    from optim.backends import highs
+
+    default = highs.default_threads()
+    if default == 0:
+        pytest.skip("HiGHS' default thread count is known on Linux only")
+    monkeypatch.setattr(highs, "_UNPINNED", [])
+    canon = ranged_lp("max").canonical()
+    solve(canon, "highs", SolveOptions(threads=default))  # this thread's pool at HiGHS' default size
+    h = highs.load_highs(canon, SolveOptions())
+    assert h.getOptionValue("threads")[1] == default
+    reference = solve(canon, "highs")
+    assert highs.pinned_threads() == default
+    other = solve(canon, "highs", SolveOptions(threads=default + 1))  # the pool now has default + 1
+    refused_then_rerun = solve(canon, "highs")
+    assert highs.pinned_threads() == 0 and highs._UNPINNED == [True]
+    assert other.objective == reference.objective == refused_then_rerun.objective
+    assert highs.load_highs(canon, SolveOptions()).getOptionValue("threads")[1] == 0
+    solve(canon, "highs", SolveOptions(threads=default))  # the pool back at HiGHS' default size

@@ -18,7 +18,7 @@ from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from ..sparse import scipy_sparse as sp
 from .base import Backend, stopwatch
-from .highs import PRIMAL_SIMPLEX, load_highs, read_result
+from .highs import PRIMAL_SIMPLEX, load_highs, read_result, run_highs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,5 +82,5 @@ class HighsColumnMaster(ColumnMaster):
         if self._highs is None:
             return Result(Status.ERROR, self.backend.spec, message="HiGHS rejected the master LP", timings=timings)
         with stopwatch(timings, "solve"):
-            self._highs.run()
+            run_highs(self._highs)
         return read_result(self._highs, self.model, timings, self.backend.spec)

@@ -74,7 +74,7 @@ class HighsBackend(Backend):
         if h is None:
             return Result(Status.ERROR, self.spec, message="HiGHS rejected the model", timings=timings), np.nan
         with stopwatch(timings, "solve"):
-            h.run()
+            run_highs(h)
         info = h.getInfo()
         result = read_result(h, model, timings, self.spec, info=info)
         if pooled:
@@ -208,12 +208,15 @@ def _same_objective(returned: float, reported: float) -> bool:
 
 
 def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
-    """``options`` on ``h``. HiGHS runs on one process-wide thread pool sized at its first
-    run; a thread count is honoured by resetting that pool (HiGHS refuses the run otherwise)."""
+    """``options`` on ``h``. HiGHS runs on a thread pool per calling thread, sized at that
+    thread's first run; a thread count is honoured by resetting that pool (HiGHS refuses the
+    run otherwise). Without one, HiGHS' "threads" is pinned (:func:`default_threads`)."""
     h.setOptionValue("output_flag", bool(options.verbose))
     if options.threads is not None:
         h.resetGlobalScheduler(True)
         h.setOptionValue("threads", int(options.threads))
+    elif pin := pinned_threads():
+        h.setOptionValue("threads", pin)
     if options.node_limit is not None:
         h.setOptionValue("mip_max_nodes", int(options.node_limit))
     if options.time_limit is not None:
@@ -240,6 +243,53 @@ def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
         h.setOptionValue("dual_feasibility_tolerance", float(options.optimality_tol))
     for key, value in options.raw.items():
         h.setOptionValue(key, value)
+
+
+#: holds True once HiGHS refused a run on the pinned thread count: its default (0) from then on
+_UNPINNED: list[bool] = []
+
+
+@functools.cache
+def default_threads() -> int:
+    """HiGHS' own default thread count on Linux (``available_core_count``: the distinct (package,
+    core) pairs of the CPUs in this process's affinity mask, read from sysfs; half the logical
+    CPUs, rounded up, where those files are missing); 0 (unknown) elsewhere.
+
+    With "threads" 0 every HiGHS run counts the cores again to size its thread pool, which
+    exists after the first run: about 12 us a run on a 2-CPU machine (two files a CPU).
+    :func:`apply_options` pins this count instead. Where it is not the pool's (a pool sized by
+    an explicit thread count, a build with another default), HiGHS refuses the run and
+    :func:`run_highs` unpins."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    cores = set()
+    try:
+        for cpu in os.sched_getaffinity(0):
+            topology = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
+            with open(topology + "physical_package_id") as package, open(topology + "core_id") as core:
+                cores.add((int(package.read()), int(core.read())))
+    except (OSError, ValueError):
+        return ((os.cpu_count() or 1) + 1) // 2
+    return len(cores)
+
+
+def pinned_threads() -> int:
+    """The thread count :func:`apply_options` sets where none is asked for (0: HiGHS' default)."""
+    return 0 if _UNPINNED else default_threads()
+
+
+def run_highs(h):
+    """``h.run()``'s status. A run HiGHS refuses on the pinned thread count
+    (:func:`default_threads`) runs again with HiGHS' default, which stays from then on."""
+    import highspy
+
+    status = h.run()
+    pin = pinned_threads()
+    if status == highspy.HighsStatus.kError and pin and h.getOptionValue("threads")[1] == pin:
+        _UNPINNED.append(True)
+        h.setOptionValue("threads", 0)
+        status = h.run()
+    return status
 
 
 def read_result(h, model: CanonicalModel, timings: Timings, spec: str,

@@ -21,7 +21,7 @@ from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from ..slots import Entities
 from .base import LiveModel, stopwatch
-from .highs import PRIMAL_SIMPLEX, load_highs, read_result
+from .highs import PRIMAL_SIMPLEX, load_highs, read_result, run_highs
 
 
 def _positions(order: np.ndarray, size: int) -> np.ndarray:
@@ -79,7 +79,7 @@ class HighsLive(LiveModel):
             self._entities = Entities.of(model)
             self._add_spares()
         with stopwatch(timings, "solve"):
-            h.run()
+            run_highs(h)
         return read_result(h, model, timings, self.spec, cols=self._cols, rows=self._rows)
 
     def _add_spares(self) -> None:
@@ -137,7 +137,7 @@ class HighsLive(LiveModel):
             self._highs = self.model = None
             return Result(Status.ERROR, self.spec, message=str(exc), timings=timings)
         with stopwatch(timings, "solve"):
-            self._highs.run()
+            run_highs(self._highs)
         self.model, self._cols, self._rows = model, cols, rows
         return read_result(self._highs, model, timings, self.spec, cols=cols, rows=rows)
 
