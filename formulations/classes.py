@@ -78,7 +78,7 @@ def merge_equal_jobs(problem: AllocationProblem, fields: tuple[str, ...] = ()) -
     has co-located pairs (a pair row names its jobs)."""
     if problem.pairs is not None or problem.num_jobs < 2:
         return None
-    columns = [problem.throughputs, problem.scale_factors[:, None].astype(float), problem.weights[:, None]]
+    columns = [problem.throughputs, problem.scale_factors[:, None], problem.weights[:, None]]  # as floats
     columns += [getattr(problem, name)[:, None] for name in fields if getattr(problem, name) is not None]
     first, members, counts = distinct_rows(np.concatenate(columns, axis=1))  # classes in order of their first job
     if first.size == problem.num_jobs:

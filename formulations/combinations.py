@@ -104,8 +104,8 @@ def decode(problem: AllocationProblem, model: Model, result: Result, policy: str
     """
     block = model.blocks["x"]
     canon = model.canonical()
-    x = np.minimum(np.maximum(result.value("x"), canon.col_lo[block.columns].reshape(block.shape)),
-                   canon.col_hi[block.columns].reshape(block.shape))
+    x = result.value("x").clip(canon.col_lo[block.columns].reshape(block.shape),
+                               canon.col_hi[block.columns].reshape(block.shape))
     notes = list(result.notes)
     repaired = _scale_into_budgets(problem, x)
     if repaired is not x and np.abs(repaired - x).max(initial=0.0) > 1e-9:
@@ -187,7 +187,7 @@ def singles_program(problem: AllocationProblem, name: str, *, level: np.ndarray 
         data, indices = entries[:, :2].reshape(-1), rows[:, :2].reshape(-1)
     columns = cells + epigraph
     indptr = np.zeros(columns + 1, dtype=np.int32)
-    np.cumsum(per_cell, out=indptr[1:])
+    per_cell.cumsum(out=indptr[1:])
     num_rows = n + m * (1 + epigraph)
     c = np.zeros(columns)
     if epigraph:

@@ -175,13 +175,13 @@ def distinct_rows(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     m = data.shape[0]
     with np.errstate(over="ignore", invalid="ignore"):
         key = data @ _projection(data.shape[1])
-    order = np.argsort(key)
+    order = key.argsort()
     sorted_key = key[order]
     new = np.empty(m, dtype=bool)
     new[:1] = True
     np.not_equal(sorted_key[1:], sorted_key[:-1], out=new[1:])
     label = np.empty(m, dtype=np.int64)
-    label[order] = np.cumsum(new) - 1
+    label[order] = new.cumsum() - 1
     first = np.minimum.reduceat(order, np.flatnonzero(new)) if m else order
     if not (data[first][label] == data).all():
         order = np.lexsort(data.T[::-1])
@@ -189,7 +189,7 @@ def distinct_rows(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
         label[order] = np.cumsum(new) - 1
         first = order[new]
-    by_first = np.argsort(first)
+    by_first = first.argsort()
     rank = np.empty_like(by_first)
     rank[by_first] = np.arange(by_first.size)
     return first[by_first], rank[label], np.bincount(label, minlength=first.size)[by_first]
