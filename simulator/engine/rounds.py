@@ -147,6 +147,8 @@ class Rounds:
         iso = self.isolated = self.jobs.profile.isolated_runtimes()
         factor = cfg.max_runtime_factor
         self.deadline = np.floor(np.floor(iso) * factor) if factor else np.full(iso.shape, np.inf)
+        #: runs are capped (``deadline``); overhead is charged up front (else ``upfront`` is 0)
+        self.capped, self.charges_upfront = bool(factor), bool(cfg.overhead) and not cfg.gavel_compat
         J = workload.num_jobs
         self.arrivals = workload.trace.arrival_times
         self.single_row = np.full(J, -1, dtype=np.int64)
@@ -382,12 +384,17 @@ class Rounds:
             ran_before = np.zeros(w.num_jobs, dtype=bool)
             ran_before[previous.jobs] = True
             resumed = ~ran_before[jobs] & (self.rounds > 1 or not cfg.gavel_compat)
-        upfront = (np.where(resumed, cfg.overhead, 0.0) if cfg.overhead and not cfg.gavel_compat
-                   else np.zeros(jobs.size))
         left = self.jobs.total_steps[jobs] - rec.steps[jobs]
-        steps = np.minimum(np.floor(rate * (cfg.round_length - upfront)), left)
+        if self.charges_upfront:
+            upfront = np.where(resumed, cfg.overhead, 0.0)
+            steps = np.minimum(np.floor(rate * (cfg.round_length - upfront)), left)
+        else:
+            upfront = np.zeros(jobs.size)
+            steps = np.minimum(np.floor(rate * cfg.round_length), left)
         steps = np.maximum(steps, 1).astype(np.int64)
-        busy = upfront + np.divide(steps, rate, out=np.zeros(rate.shape), where=rate > 0)
+        busy = np.divide(steps, rate, out=np.zeros(rate.shape), where=rate > 0)
+        if self.charges_upfront:
+            busy += upfront
         finish = now + (busy if jobs.size == rows.size else np.maximum.reduceat(busy, np.flatnonzero(slot == 0)))
         if placed.extended.any():
             rec.extensions += int(placed.extended.sum())
@@ -413,7 +420,10 @@ class Rounds:
         gpu_seconds = seconds * run.scale
         rec.busy_gpu_seconds += np.bincount(run.types, weights=gpu_seconds, minlength=rec.busy_gpu_seconds.size)
         jobs, r = run.jobs, run.job_row
-        ran = seconds[r] - run.upfront
+        singles = jobs.size == run.rows.size  # one job per row: ``r`` is the identity
+        ran = seconds if singles else seconds[r]
+        if self.charges_upfront:
+            ran = ran - run.upfront
         outcome = None
         if self._simulated:  # every planned step done, nothing failed: no hand-off to build
             steps = run.job_steps
@@ -423,31 +433,36 @@ class Rounds:
             outcome = self.executor.execute(leases)
             outcome.check(leases)
             steps = outcome.steps
-        if cfg.gavel_compat and run.charge.any():
+        if cfg.gavel_compat and cfg.overhead and run.charge.any():
             late = run.charge & (ran > cfg.round_length - 5.0) & (ran > 0)
             kept = np.where(late, (ran - cfg.overhead) / np.where(ran > 0, ran, 1.0), 1.0)
             steps = np.floor(steps * kept).astype(np.int64)
             ran = np.where(late, ran - cfg.overhead, ran)
         rec.runtime[jobs] += ran
         rec.steps[jobs] += steps
-        rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
+        if singles:
+            rec.gpu_seconds[jobs, run.types] += gpu_seconds
+        else:
+            rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
         complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
-        forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs])
-        done = complete | forced
+        forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs]) if self.capped else None
+        done = complete if forced is None else complete | forced
         dead = None
         if outcome is not None:
             dead = rec.failures.record(leases, outcome) & ~done
-            done |= dead
+            done = done | dead
         switched = self.jobs.after_round(jobs[~done], rec.steps) if self.jobs.adapting else _NONE
         if switched.size:  # the published rules round progress up to whole epochs: maybe the last
             complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
-            forced &= ~complete
-        done = complete | forced
+            if forced is not None:
+                forced &= ~complete
+        done = complete if forced is None else complete | forced
         finished = jobs[done]
         if finished.size:
-            rec.finish[finished] = run.finish[r[done]]
+            rec.finish[finished] = run.finish[done if singles else r[done]]
             rec.done[finished] = True
-            rec.forced[jobs[forced]] = True
+            if forced is not None:
+                rec.forced[jobs[forced]] = True
         if dead is not None and dead.any():
             rec.failed[jobs[dead]] = True
             rec.notes.update(dict.fromkeys(rec.failures.end(jobs[dead], jobs[dead], outcome)))
