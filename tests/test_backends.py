@@ -390,12 +390,14 @@ def test_highs_runs_on_its_default_thread_count_pinned_and_unpins_when_refused(m
     # without an explicit count HiGHS gets its own default pinned (it skips counting the cores on
     # every run); where the calling thread's pool was sized otherwise HiGHS refuses the pinned run,
     # which runs again on HiGHS' default, and the pin is dropped
+    import highspy
+
     from optim.backends import highs
 
     default = highs.default_threads()
     if default == 0:
         pytest.skip("HiGHS' default thread count is known on Linux only")
-    monkeypatch.setattr(highs, "_UNPINNED", [])
+    monkeypatch.setattr(highs, "_unpinned", False)
     canon = ranged_lp("max").canonical()
     solve(canon, "highs", SolveOptions(threads=default))  # this thread's pool at HiGHS' default size
     h = highs.load_highs(canon, SolveOptions())
@@ -404,7 +406,10 @@ def test_highs_runs_on_its_default_thread_count_pinned_and_unpins_when_refused(m
     assert highs.pinned_threads() == default
     other = solve(canon, "highs", SolveOptions(threads=default + 1))  # the pool now has default + 1
     refused_then_rerun = solve(canon, "highs")
-    assert highs.pinned_threads() == 0 and highs._UNPINNED == [True]
+    assert highs.pinned_threads() == 0 and highs._unpinned
     assert other.objective == reference.objective == refused_then_rerun.objective
     assert highs.load_highs(canon, SolveOptions()).getOptionValue("threads")[1] == 0
+    # an object loaded while the pin held (a live model) is run again unpinned too
+    assert highs.run_highs(h) == highspy.HighsStatus.kOk
+    assert h.getInfo().objective_function_value == pytest.approx(reference.objective, rel=1e-12)
     solve(canon, "highs", SolveOptions(threads=default))  # the pool back at HiGHS' default size

@@ -245,8 +245,8 @@ def apply_options(h, options: SolveOptions, model: CanonicalModel) -> None:
         h.setOptionValue(key, value)
 
 
-#: holds True once HiGHS refused a run on the pinned thread count: its default (0) from then on
-_UNPINNED: list[bool] = []
+#: HiGHS refused a run on the pinned thread count: its default (0) from then on
+_unpinned = False
 
 
 @functools.cache
@@ -275,18 +275,20 @@ def default_threads() -> int:
 
 def pinned_threads() -> int:
     """The thread count :func:`apply_options` sets where none is asked for (0: HiGHS' default)."""
-    return 0 if _UNPINNED else default_threads()
+    return 0 if _unpinned else default_threads()
 
 
 def run_highs(h):
     """``h.run()``'s status. A run HiGHS refuses on the pinned thread count
-    (:func:`default_threads`) runs again with HiGHS' default, which stays from then on."""
+    (:func:`default_threads`; also on an object loaded before the pin was dropped) runs again
+    with HiGHS' default, which stays from then on."""
     import highspy
 
+    global _unpinned
     status = h.run()
-    pin = pinned_threads()
+    pin = default_threads()
     if status == highspy.HighsStatus.kError and pin and h.getOptionValue("threads")[1] == pin:
-        _UNPINNED.append(True)
+        _unpinned = True
         h.setOptionValue("threads", 0)
         status = h.run()
     return status
