@@ -327,8 +327,7 @@ class Rounds:
     def _dispatch(self, now: float, previous: _Round, rec: RunRecord) -> _Round:
         c, cfg = self.combos, self.config
         rows, types = self.mechanism.select(c.live(), self._types_this_round())
-        if cfg.gavel_compat:
-            keep = c.in_alloc[rows]
+        if cfg.gavel_compat and not (keep := c.in_alloc[rows]).all():
             rows, types = rows[keep], types[keep]
         return self._launch(now, rows, types, previous, rec)
 
@@ -396,9 +395,10 @@ class Rounds:
         if self.charges_upfront:
             busy += upfront
         finish = now + (busy if jobs.size == rows.size else np.maximum.reduceat(busy, np.flatnonzero(slot == 0)))
-        if placed.extended.any():
-            rec.extensions += int(placed.extended.sum())
-            rec.lease_extensions[jobs[placed.extended[job_row]]] += 1
+        extended = np.flatnonzero(placed.extended)  # rows; with single jobs, also their jobs' positions
+        if extended.size:
+            rec.extensions += extended.size
+            rec.lease_extensions[jobs[extended] if slot is None else jobs[placed.extended[job_row]]] += 1
         rec.first_start[jobs] = np.fmin(rec.first_start[jobs], now)
         self.jobs.dispatched(jobs, rec.steps[jobs])
         charge = resumed if cfg.gavel_compat else np.zeros(jobs.size, dtype=bool)
