@@ -221,12 +221,15 @@ class Rounds:
                 self._allocate(now, self.active, self.single_row, rec)
                 self.changed = False
             dispatched = self._dispatch(now, running, rec)
-        rec.extensions_possible += running.rows_with_active_job(self.active)
-        if running.jobs.size:
-            scratch, active = self._scratch, self.active
+        if running.jobs.size:  # active jobs of the last round not dispatched again were preempted
+            alive, scratch = self.active[running.jobs], self._scratch
+            rec.extensions_possible += running.rows_with_active_job(alive)
+            still = running.jobs[alive]
             scratch[dispatched.jobs] = True
-            rec.preemptions[running.jobs[active[running.jobs] & ~scratch[running.jobs]]] += 1
+            preempted = still[~scratch[still]]
             scratch[dispatched.jobs] = False
+            if preempted.size:
+                rec.preemptions[preempted] += 1
         self.running = dispatched
 
     def next_time(self, now: float, arrival: float) -> float:
@@ -400,7 +403,8 @@ class Rounds:
             rec.extensions += extended.size
             rec.lease_extensions[jobs[extended] if slot is None else jobs[placed.extended[job_row]]] += 1
         rec.first_start[jobs] = np.fmin(rec.first_start[jobs], now)
-        self.jobs.dispatched(jobs, rec.steps[jobs])
+        if self.jobs.adapting:
+            self.jobs.dispatched(jobs, rec.steps[jobs])
         charge = resumed if cfg.gavel_compat else np.zeros(jobs.size, dtype=bool)
         return _Round(now, rows, types, scale, finish, jobs, job_row, steps, upfront, charge,
                       self.speedups[jobs, job_type])
@@ -439,12 +443,13 @@ class Rounds:
             steps = np.floor(steps * kept).astype(np.int64)
             ran = np.where(late, ran - cfg.overhead, ran)
         rec.runtime[jobs] += ran
-        rec.steps[jobs] += steps
+        progress = rec.steps[jobs] + steps
+        rec.steps[jobs] = progress
         if singles:
             rec.gpu_seconds[jobs, run.types] += gpu_seconds
         else:
             rec.gpu_seconds[jobs, run.types[r]] += gpu_seconds[r]
-        complete = rec.steps[jobs] >= self.jobs.total_steps[jobs]
+        complete = progress >= self.jobs.total_steps[jobs]
         forced = ~complete & (rec.runtime[jobs] > self.deadline[jobs]) if self.capped else None
         done = complete if forced is None else complete | forced
         dead = None
@@ -501,8 +506,9 @@ class _Round(NamedTuple):
         z = np.zeros(0, dtype=np.int64)
         return cls(0.0, z, z, z, np.zeros(0), z, z, z, np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0))
 
-    def rows_with_active_job(self, active: np.ndarray) -> int:
-        """Rows of this round that still have an active job (lease-extension opportunities)."""
+    def rows_with_active_job(self, alive: np.ndarray) -> int:
+        """Rows of this round that still have an active job (lease-extension opportunities);
+        ``alive``: whether each of its jobs is still active."""
         if self.jobs.size == self.rows.size:  # one job per row (none: 0)
-            return int(np.count_nonzero(active[self.jobs]))
-        return int(np.count_nonzero(np.bincount(self.job_row, weights=active[self.jobs])))
+            return int(np.count_nonzero(alive))
+        return int(np.count_nonzero(np.bincount(self.job_row, weights=alive)))
