@@ -82,7 +82,7 @@ class Mechanism:
         c = self.combos
         cand = self._candidates(rows)
         wt = self.worker_time[cand.j]
-        share = np.divide(c.time[cand.rows_k, cand.j], wt, out=np.zeros(wt.shape), where=wt > 0)
+        share = np.divide(c.time.take(cand.cells), wt, out=np.zeros(wt.shape), where=wt > 0)
         prio = np.divide(cand.alloc, share, out=cand.alloc * NEW_JOB_PRIORITY, where=share > 0)
         type_rank, ends = cand.by_type(type_order)
         walk = cand.k[np.lexsort((cand.tie, -prio, type_rank))].tolist()
@@ -113,8 +113,8 @@ class Mechanism:
 @dataclass(frozen=True)
 class _Candidates:
     """Candidate k of the walk is row ``rows[k[·]]`` (the live rows it was built on) on
-    type ``j[·]``: the row can run there and its GPUs fit the type (and, for FIFO
-    policies, it has an allocation there).
+    type ``j[·]``, cell ``cells[·]`` of the per-type arrays (row × types + type): the row can
+    run there and its GPUs fit the type (and, for FIFO policies, it has an allocation there).
     ``alloc`` is 0 where the priority is 0 (no allocation, not in the last one, or the row
     cannot run there); ``tie`` ranks the candidates by (deficit, allocation) descending, then
     row, the order among equal priorities; ``pairs``: some row is a pair of jobs."""
@@ -122,7 +122,7 @@ class _Candidates:
     rows: np.ndarray
     k: np.ndarray
     j: np.ndarray
-    rows_k: np.ndarray
+    cells: np.ndarray
     alloc: np.ndarray
     tie: np.ndarray
     first: list[int]
@@ -139,11 +139,11 @@ class _Candidates:
         if skip_zero_priority:
             ok &= alloc > 0
         k, j = np.nonzero(ok)
-        rows_k, alloc_k = rows[k], alloc[k, j]
+        cells, alloc_k = rows[k] * ok.shape[1] + j, alloc[k, j]
         tie = np.empty(k.size, dtype=np.int64)
-        tie[np.lexsort((k, -alloc_k, -c.deficit[rows_k, j]))] = np.arange(k.size)
+        tie[np.lexsort((k, -alloc_k, -c.deficit.take(cells)))] = np.arange(k.size)
         members = c.members[rows]
-        return cls(rows, k, j, rows_k, alloc_k, tie,
+        return cls(rows, k, j, cells, alloc_k, tie,
                    members[:, 0].tolist(), members[:, 1].tolist(), c.scale[rows].tolist(),
                    bool((members[:, 1] >= 0).any()))
 
