@@ -240,8 +240,7 @@ class Rounds:
             self.stalled = False
             round_end = float(dispatched.finish.max())
             busy = np.bincount(dispatched.types, weights=dispatched.scale, minlength=self.combos.n)
-            ends = dispatched.finish if dispatched.jobs.size == dispatched.rows.size else \
-                dispatched.finish[dispatched.job_row]
+            ends = dispatched.finish if dispatched.singles else dispatched.finish[dispatched.job_row]
             work = np.dot(ends - now, dispatched.speedup)
             span = round_end - now
             efficiency = float(work / (self.gpus * span)) if span > 0 else 0.0
@@ -424,7 +423,7 @@ class Rounds:
         gpu_seconds = seconds * run.scale
         rec.busy_gpu_seconds += np.bincount(run.types, weights=gpu_seconds, minlength=rec.busy_gpu_seconds.size)
         jobs, r = run.jobs, run.job_row
-        singles = jobs.size == run.rows.size  # one job per row: ``r`` is the identity
+        singles = run.singles  # ``r`` is the identity
         ran = seconds if singles else seconds[r]
         if self.charges_upfront:
             ran = ran - run.upfront
@@ -506,9 +505,14 @@ class _Round(NamedTuple):
         z = np.zeros(0, dtype=np.int64)
         return cls(0.0, z, z, z, np.zeros(0), z, z, z, np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0))
 
+    @property
+    def singles(self) -> bool:
+        """One job per row (``job_row`` is then the identity; an empty round too)."""
+        return self.jobs.size == self.rows.size
+
     def rows_with_active_job(self, alive: np.ndarray) -> int:
         """Rows of this round that still have an active job (lease-extension opportunities);
         ``alive``: whether each of its jobs is still active."""
-        if self.jobs.size == self.rows.size:  # one job per row (none: 0)
+        if self.singles:
             return int(np.count_nonzero(alive))
         return int(np.count_nonzero(np.bincount(self.job_row, weights=alive)))
