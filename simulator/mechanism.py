@@ -86,7 +86,7 @@ class Mechanism:
         prio = np.divide(cand.alloc, share, out=cand.alloc * NEW_JOB_PRIORITY, where=share > 0)
         type_rank, ends = cand.by_type(type_order)
         walk = cand.k[np.lexsort((cand.tie, -prio, type_rank))].tolist()
-        first, second, scale = cand.first, cand.second, cand.scale
+        first, second, scale, pairs = cand.first, cand.second, cand.scale, cand.pairs
         taken: set[int] = set(c.departed)
         take = taken.add
         chosen, chosen_types = [], []
@@ -96,11 +96,11 @@ class Mechanism:
             picked = len(chosen)
             for i in walk[begin:end]:
                 job = first[i]
-                if job in taken or scale[i] > left or (cand.pairs and second[i] in taken):
+                if job in taken or scale[i] > left or (pairs and second[i] in taken):
                     continue
                 left -= scale[i]
                 take(job)
-                if cand.pairs and second[i] >= 0:
+                if pairs and second[i] >= 0:
                     take(second[i])
                 chosen.append(i)
                 if left == 0:

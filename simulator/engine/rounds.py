@@ -397,7 +397,7 @@ class Rounds:
         if self.charges_upfront:
             busy += upfront
         finish = now + (busy if jobs.size == rows.size else np.maximum.reduceat(busy, np.flatnonzero(slot == 0)))
-        extended = np.flatnonzero(placed.extended)  # rows; with single jobs, also their jobs' positions
+        extended = placed.extended.nonzero()[0]  # rows; with single jobs, also their jobs' positions
         if extended.size:
             rec.extensions += extended.size
             rec.lease_extensions[jobs[extended] if slot is None else jobs[placed.extended[job_row]]] += 1
