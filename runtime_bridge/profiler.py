@@ -4,8 +4,9 @@ type is the device profiled (``cpu``, or the GPU's short name such as ``h100``).
 
 Scale 1 trains in this process; scale ``n > 1`` trains data-parallel in ``n`` local
 processes (:mod:`runtime_bridge.data_parallel`), one GPU each, or on a machine without
-GPUs ``n`` CPU processes of one thread each (an emulated GPU slot is one core, as
-``schedopt run`` leases it). A scale the machine cannot hold is refused, never estimated.
+GPUs ``n`` CPU processes. Every process trains on :func:`threads_per_gpu` threads, as
+``schedopt run`` leases it (one on a CPU: an emulated GPU slot is one core). A scale the
+machine cannot hold is refused, never estimated.
 """
 
 from __future__ import annotations
@@ -64,6 +65,18 @@ def local_cpu_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def threads_per_gpu(device_type: str, cores: int | None = None, gpus: int | None = None) -> int:
+    """CPU threads of one process training on one GPU, the same in a profile and in every lease
+    (a profile measured on more threads than a lease trains with overstates its rate): on CPUs 1,
+    an emulated GPU slot being one core; on GPUs the machine's ``cores`` shared evenly among its
+    ``gpus`` (default: this machine's), as when every GPU runs a lease."""
+    if device_type == "cpu":
+        return 1
+    cores = local_cpu_cores() if cores is None else cores
+    gpus = torch.cuda.device_count() if gpus is None else gpus
+    return max(1, cores // max(1, gpus))
+
+
 def check_scales(scales: Iterable[int], device: torch.device) -> None:
     """Refuse a scale this machine cannot run: ``N GPUs requested, found M``."""
     for scale in scales:
@@ -89,7 +102,7 @@ def measure(spec: WorkloadSpec, scale: int, device: torch.device, *, steps: int 
             from .data_parallel import measure_data_parallel
 
             rate = measure_data_parallel(spec, device.type, scale, steps=steps, seconds=seconds, warmup=warmup,
-                                         threads=1 if device.type == "cpu" else max(1, local_cpu_cores() // scale))
+                                         threads=threads_per_gpu(device.type))
     except torch.cuda.OutOfMemoryError:
         return Measurement(spec, scale, 0.0, "out of GPU memory")
     return Measurement(spec, scale, rate)
@@ -99,15 +112,16 @@ def profile(specs: Iterable[WorkloadSpec], scales: Iterable[int], device: torch.
             seconds: float = 5.0, warmup: int = 3, name: str | None = None,
             on_measurement: Callable[[Measurement], None] | None = None) -> ThroughputTable:
     """Measure every ``spec`` at every scale on ``device``; the throughput table, with the
-    worker type ``name`` (default: :func:`worker_type`). On a CPU every process trains on
-    one thread: an emulated GPU slot is one core, as ``schedopt run`` leases it."""
+    worker type ``name`` (default: :func:`worker_type`). Every process trains on
+    :func:`threads_per_gpu` threads, as ``schedopt run`` leases it: one on a CPU (an emulated GPU
+    slot is one core), the machine's cores over its GPUs on GPUs."""
     specs, scales = list(specs), sorted(set(scales))
     check_scales(scales, device)
     if len({spec.job_type for spec in specs}) != len(specs):
         raise ProfileError("the same job type is profiled twice (repeated workload or batch size)")
     keys, rates = [], []
     previous = torch.get_num_threads()
-    torch.set_num_threads(1 if device.type == "cpu" else local_cpu_cores())
+    torch.set_num_threads(threads_per_gpu(device.type))
     try:
         for scale in scales:
             for spec in specs:

@@ -4,19 +4,27 @@ workload in a Ray task that holds exactly the job's GPUs.
 Each trace job stands for a reference workload (:func:`~runtime_bridge.job_map.workload_spec`
 of its job type, seeded with its job id); its state lives in ``job-<id>.pt`` in the
 checkpoint folder. For a round, every lease becomes one Ray task, all submitted together
-and awaited together: the task resumes the job from its checkpoint, trains at most the
-planned steps for at most ``lease seconds x time_scale`` of wall clock
-(:func:`~runtime_bridge.training.train_lease`), saves the checkpoint and reports the steps
-it trained and their seconds. A task holds ``num_gpus=<scale>`` on a Ray cluster with
+and awaited together: the task resumes the job from its checkpoint, trains (see Credit
+below; :func:`~runtime_bridge.training.train_lease`), saves the checkpoint and reports the
+steps it trained and their seconds. A task holds ``num_gpus=<scale>`` on a Ray cluster with
 GPUs and else ``resources={"slot": <scale>}``, emulated GPU slots. A job of one GPU
 trains in the task's process; a job of several trains data-parallel in as many processes
-the task starts (``torch.distributed``: NCCL on its GPUs, gloo on CPUs, one thread
-each). Space-sharing policies (two jobs on the same GPUs) are not supported.
+the task starts (``torch.distributed``: NCCL on its GPUs, gloo on CPUs). Every process
+trains on the threads its profile measured with
+(:func:`~runtime_bridge.profiler.threads_per_gpu`: one per emulated slot, the machine's
+cores over its GPUs on GPUs). Space-sharing policies (two jobs on the same GPUs) are not
+supported.
 
-Credit (the published systems' fast-forwarding): a lease ran ``time_scale`` times the
+Credit (the published systems' fast-forwarding): a lease runs ``time_scale`` times the
 simulated lease's length, and is counted as if it had run the whole simulated lease at
 the speed measured: ``credited = min(planned, round(trained / time_scale))``. With time
-scale 1 that is the steps trained, capped at the plan.
+scale 1 that is the steps trained, capped at the plan. A lease therefore trains at most
+``ceil(planned x time_scale)`` steps (they earn the whole plan), for at most its budget
+(the rest of its round or slot, ``Leases.budget``) times the time scale: a job that
+finishes inside a round may take the rest of the round for its last steps, as it could on a
+real cluster, rather than fall a fraction of a step short and wait for its next turn. The
+results report each lease's seconds (wall clock over the time scale), so a job ends when
+its last lease's steps really did.
 
 A lease fails when its task raises (the reason is the exception), its worker dies (killed,
 out of memory, node lost) or it does not end within its wall budget plus ``grace``
@@ -43,6 +51,7 @@ from simulator.executor import Executor, LeaseResults, Leases
 
 from .data_parallel import train_data_parallel_lease
 from .job_map import workload_spec
+from .profiler import threads_per_gpu
 from .training import train_lease
 from .workloads import WorkloadSpec, make_workload
 
@@ -60,9 +69,9 @@ LEASE_FAILURES = (
 @dataclass(frozen=True)
 class LeaseRecord:
     """One lease as it ran: the round (from 1), its simulated start, the job, its GPUs,
-    the planned steps and their simulated seconds, the step counter it resumed from and the steps trained in
-    ``seconds`` of wall clock (None / 0 when it failed), the steps credited, and why it
-    failed ("" when it did not)."""
+    the planned steps and their simulated seconds, its wall-clock budget, the step counter it
+    resumed from and the steps trained in ``seconds`` of wall clock (None / 0 when it failed),
+    the steps credited, and why it failed ("" when it did not)."""
 
     round: int
     start: float
@@ -70,6 +79,7 @@ class LeaseRecord:
     gpus: int
     planned: int
     planned_seconds: float
+    budget_seconds: float
     start_step: int | None
     trained: int
     seconds: float
@@ -81,18 +91,19 @@ class LeaseRecord:
         return bool(self.reason)
 
 
-def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str, gpus: int,
+def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str, gpus: int, threads: int,
            marker: str) -> tuple[int, int, float]:
     """One lease in a Ray worker: (step counter resumed from, steps trained, their seconds).
-    One GPU (or slot): this process trains with that many CPU threads; several: as many
-    data-parallel processes (:func:`~runtime_bridge.data_parallel.train_data_parallel_lease`)."""
+    One GPU (or slot): this process trains on ``threads`` CPU threads; several: as many
+    data-parallel processes of ``threads`` each
+    (:func:`~runtime_bridge.data_parallel.train_data_parallel_lease`)."""
     Path(marker).write_text(f"{os.getpid()}\n")
     try:
         if gpus > 1:
             report = train_data_parallel_lease(WorkloadSpec(**spec), device, gpus, checkpoint=checkpoint,
-                                               steps=steps, seconds=seconds)
+                                               steps=steps, seconds=seconds, threads=threads)
         else:
-            torch.set_num_threads(1)
+            torch.set_num_threads(threads)
             workload = make_workload(**spec, device=device)
             report = train_lease(workload, steps=steps, seconds=seconds, checkpoint=checkpoint)
     finally:
@@ -114,10 +125,13 @@ class RayExecutor(Executor):
     checkpoints. Ray is started locally with ``slots`` emulated GPU slots (and as many
     CPUs) unless it is already running in this process or ``address`` names a cluster;
     :meth:`close` (or leaving the ``with`` block) stops a Ray this executor started. Each
-    job trains :func:`~runtime_bridge.job_map.workload_spec` of its job type."""
+    job trains :func:`~runtime_bridge.job_map.workload_spec` of its job type, each of its
+    processes on ``threads`` CPU threads (default: :func:`~runtime_bridge.profiler.threads_per_gpu`
+    of this machine, as its profile measured; give it when the Ray cluster's machines differ)."""
 
     def __init__(self, job_types: Sequence[str], checkpoints: str | os.PathLike, *, time_scale: float = 0.01,
-                 model_size: str = "tiny", address: str | None = None, slots: int = 1, grace: float = 120.0):
+                 model_size: str = "tiny", address: str | None = None, slots: int = 1, grace: float = 120.0,
+                 threads: int | None = None):
         if not time_scale > 0:
             raise ValueError(f"time scale must be > 0, got {time_scale}")
         if slots < 1:
@@ -141,6 +155,8 @@ class RayExecutor(Executor):
         if self.capacity == 0:
             self.close()
             raise ValueError("the Ray cluster has neither GPUs nor 'slot' resources to lease")
+        self.threads = threads or (threads_per_gpu("cuda", gpus=torch.cuda.device_count() or self.capacity)
+                                   if self.uses_gpus else threads_per_gpu("cpu"))
         self.log: list[LeaseRecord] = []
         self.rounds = 0
 
@@ -160,19 +176,22 @@ class RayExecutor(Executor):
         if int(leases.gpus.sum()) > self.capacity:
             raise ValueError(f"round {self.rounds} leases {int(leases.gpus.sum())} GPUs; the Ray cluster has "
                              f"{self.capacity} {'GPUs' if self.uses_gpus else 'slots'}")
-        budgets = leases.seconds * self.time_scale
-        refs = [self._submit(int(job), int(gpus), int(steps), float(budget))
-                for job, gpus, steps, budget in zip(leases.jobs, leases.gpus, leases.steps, budgets)]
+        budgets = leases.budgets() * self.time_scale
+        caps = np.ceil(leases.steps * self.time_scale - 1e-9).astype(np.int64)
+        refs = [self._submit(int(job), int(gpus), int(cap), float(budget))
+                for job, gpus, cap, budget in zip(leases.jobs, leases.gpus, caps, budgets)]
         timeout = float(budgets.max()) + self.grace
         ready, late = ray.wait(refs, num_returns=n, timeout=timeout)
         for ref in late:
             ray.cancel(ref, force=True)
         ended = set(ready)
         steps, failed, reasons = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), {}
+        took = np.zeros(n)
         for i, ref in enumerate(refs):
             job, planned = int(leases.jobs[i]), int(leases.steps[i])
             record = {"round": self.rounds, "start": leases.start, "job": job, "gpus": int(leases.gpus[i]),
-                      "planned": planned, "planned_seconds": float(leases.seconds[i])}
+                      "planned": planned, "planned_seconds": float(leases.seconds[i]),
+                      "budget_seconds": float(budgets[i])}
             reason = "" if ref in ended else f"lease did not end within {timeout:.1f} s (cancelled)"
             if not reason:
                 try:
@@ -185,25 +204,24 @@ class RayExecutor(Executor):
                                             reason=reason))
                 continue
             steps[i] = min(planned, round(trained / self.time_scale))
+            took[i] = seconds / self.time_scale
             self.log.append(LeaseRecord(**record, start_step=start_step, trained=trained, seconds=seconds,
                                         credited=int(steps[i])))
-        return LeaseResults(steps, failed, reasons)
+        return LeaseResults(steps, failed, reasons, took)
 
     def _submit(self, job: int, gpus: int, steps: int, seconds: float):
         held = {"num_gpus": gpus} if self.uses_gpus else {"num_cpus": 0, "resources": {"slot": gpus}}
         return _train_remote.options(**held).remote(
             asdict(self.specs[job]), str(self.checkpoint(job)), steps, seconds, "cuda" if self.uses_gpus else "cpu",
-            gpus, str(self.marker(job)))
+            gpus, self.threads, str(self.marker(job)))
 
     def lease_table(self) -> dict[str, np.ndarray]:
         """Every lease as a column table (``leases.csv``): :class:`LeaseRecord`'s fields plus
-        ``budget_seconds``, the wall clock it was given (planned seconds x time scale), and
         ``credited_over_planned``: where a real run falls behind its simulation, lease by lease."""
         fields = [name for name in LeaseRecord.__dataclass_fields__ if name != "reason"]
         table = {name: np.array([getattr(lease, name) for lease in self.log], dtype=float) for name in fields}
         for name in ("round", "job", "gpus", "planned", "trained", "credited"):
             table[name] = table[name].astype(np.int64)
-        table["budget_seconds"] = table["planned_seconds"] * self.time_scale
         table["credited_over_planned"] = np.divide(table["credited"], table["planned"],
                                                    out=np.full(len(self.log), np.nan), where=table["planned"] > 0)
         table["reason"] = np.array([lease.reason for lease in self.log], dtype=object)

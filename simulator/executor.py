@@ -4,9 +4,10 @@ At the end of every interval (a round or a slot) the engine hands its executor t
 :class:`Leases` (one entry per running job, as parallel arrays) and credits the
 :class:`LeaseResults` it gets back: the steps each job actually did, and which leases failed and
 why. A failed lease credits no steps; a job whose leases failed :data:`MAX_FAILED_LEASES` times in
-all ends as failed (:class:`FailedLeases` keeps the count for both clocks). The simulated clock
-does not depend on the executor: an interval lasts what the engine planned, whatever the executor
-reports.
+all ends as failed (:class:`FailedLeases` keeps the count for both clocks). An interval lasts what
+the engine planned, whatever the executor reports; a lease may take up to the rest of its interval
+(``Leases.budget``), and where the executor reports the seconds its leases took
+(``LeaseResults.seconds``), a job that its lease completed ends when that lease's work did.
 
 :class:`SimulatedExecutor` (the engine's default) does every planned step and never fails.
 """
@@ -28,7 +29,9 @@ class Leases:
     """One round's leases, dispatched at simulated time ``start``: per job (in the engine's
     order) the trace job id, the worker type index, its GPUs (scale factor), the steps the
     engine planned and the lease's seconds (the job's row's planned work time, checkpoint /
-    restore overhead excluded)."""
+    restore overhead excluded); ``budget``: the seconds each lease may take at most, the rest
+    of its interval (None: its planned seconds), so a job whose plan ends inside the interval
+    may finish it there however long its steps really take."""
 
     start: float
     jobs: np.ndarray
@@ -36,16 +39,23 @@ class Leases:
     gpus: np.ndarray
     steps: np.ndarray
     seconds: np.ndarray
+    budget: np.ndarray | None = None
+
+    def budgets(self) -> np.ndarray:
+        """The seconds each lease may take (``budget``, else the planned ``seconds``)."""
+        return self.seconds if self.budget is None else self.budget
 
 
 @dataclass(frozen=True)
 class LeaseResults:
     """Per lease (aligned with :class:`Leases`): steps done (int64, 0 where failed) and
-    whether the lease failed; ``reasons`` maps the job id of every failed lease to why."""
+    whether the lease failed; ``reasons`` maps the job id of every failed lease to why;
+    ``seconds``: the simulated seconds each lease's work took (None: as planned)."""
 
     steps: np.ndarray
     failed: np.ndarray
     reasons: Mapping[int, str] = field(default_factory=dict)
+    seconds: np.ndarray | None = None
 
     def check(self, leases: Leases) -> None:
         """Raise ValueError unless these results fit ``leases``: one entry per lease, steps
@@ -56,6 +66,10 @@ class LeaseResults:
                              f"for {n} leases")
         if ((self.steps < 0) | (self.steps > leases.steps)).any():
             raise ValueError("executor credited steps outside [0, planned steps]")
+        if self.seconds is not None and (self.seconds.shape != (n,) or not (self.seconds >= 0).all()
+                                         or not np.isfinite(self.seconds).all()):
+            raise ValueError(f"executor reported lease seconds of shape {self.seconds.shape}, not {n} finite "
+                             "values >= 0")
         if not self.failed.any():
             return
         if (self.steps[self.failed] != 0).any():

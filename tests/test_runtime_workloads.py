@@ -9,10 +9,11 @@ torch = pytest.importorskip("torch")
 
 from typer.testing import CliRunner  # noqa: E402
 
+from runtime_bridge import profiler  # noqa: E402
 from runtime_bridge.checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from runtime_bridge.data_parallel import train_data_parallel_lease  # noqa: E402
 from runtime_bridge.lease import LeaseIterator  # noqa: E402
-from runtime_bridge.profiler import local_cpu_cores, measure, profile  # noqa: E402
+from runtime_bridge.profiler import local_cpu_cores, measure, profile, threads_per_gpu  # noqa: E402
 from runtime_bridge.training import train_lease  # noqa: E402
 from runtime_bridge.workloads import WORKLOADS, WorkloadSpec, make_workload  # noqa: E402
 from schedopt.cli import app  # noqa: E402
@@ -119,6 +120,20 @@ def test_the_profiled_table_reads_back(tmp_path):
     assert back.worker_types == ("cpu",)
     assert set(back.keys) == {("ResNet-8 (batch size 4)", 1), ("Recommendation-8 (batch size 8)", 1)}
     assert np.all(np.isfinite(back.isolated)) and np.all(back.isolated > 0)
+
+
+def test_a_process_trains_on_one_thread_per_slot_or_the_cores_over_the_gpus():
+    assert threads_per_gpu("cpu") == 1 and threads_per_gpu("cpu", cores=16, gpus=0) == 1
+    assert [threads_per_gpu("cuda", cores=16, gpus=g) for g in (1, 2, 8, 32)] == [16, 8, 2, 1]
+
+
+def test_the_profile_trains_on_the_threads_a_lease_trains_on(monkeypatch):
+    """An H200 profile on 16 threads against leases on one overstated the Transformer's rate."""
+    seen, previous, real = [], torch.get_num_threads(), torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (seen.append(n), real(n)))
+    monkeypatch.setattr(profiler, "threads_per_gpu", lambda device_type: 2 if device_type == "cpu" else 0)
+    profile([WorkloadSpec("resnet", 4, "tiny")], [1], CPU, steps=2, seconds=1.0, warmup=1)
+    assert seen == [2, previous]
 
 
 @pytest.mark.skipif(local_cpu_cores() < 2, reason="data-parallel profiling needs 2 CPU cores")

@@ -307,6 +307,45 @@ def test_a_job_with_too_many_failed_leases_ends_failed_with_its_reason():
     assert f"job 1 failed after {MAX_FAILED_LEASES} failed leases; last: injected" in res.summary["notes"]
 
 
+class Slower(SimulatedExecutor):
+    """Every lease trains at ``speed`` x its planned rate for at most its budget, and says how long
+    its steps took."""
+
+    def __init__(self, speed):
+        self.speed, self.leases = speed, []
+
+    def execute(self, leases):
+        self.leases.append(leases)
+        rate = leases.steps / leases.seconds * self.speed
+        steps = np.minimum(leases.steps, np.floor(rate * leases.budgets())).astype(np.int64)
+        return LeaseResults(steps, np.zeros(steps.size, dtype=bool), seconds=steps / rate)
+
+
+def test_a_last_lease_may_take_the_rest_of_its_round_and_the_job_ends_when_its_steps_did():
+    plain, slower = run_with(None), Slower(0.8)
+    res = run_with(slower)
+    round_length = SimulationConfig().round_length
+    assert all((leases.budget == round_length).all() for leases in slower.leases)  # no overhead configured
+    last = {}
+    for leases in slower.leases:
+        for i, job in enumerate(leases.jobs.tolist()):
+            last[job] = (leases.start, leases.steps[i], leases.seconds[i])
+    for job, (start, steps, seconds) in last.items():
+        if seconds <= 0.8 * round_length:  # a last lease with room in its round completes there
+            assert res.jobs["finish"][job] == pytest.approx(start + seconds / 0.8)
+    assert res.summary["jobs_completed"] == res.summary["jobs"]
+    assert (res.jobs["finish"] >= plain.jobs["finish"]).all() and (res.jobs["finish"] > plain.jobs["finish"]).any()
+
+
+def test_lease_seconds_must_be_finite_and_not_negative():
+    class Backwards(SimulatedExecutor):
+        def execute(self, leases):
+            return LeaseResults(leases.steps, np.zeros(leases.jobs.size, dtype=bool), seconds=-leases.seconds)
+
+    with pytest.raises(ValueError, match="lease seconds"):
+        run_with(Backwards())
+
+
 def test_results_that_do_not_fit_the_leases_are_refused():
     class Greedy(SimulatedExecutor):
         def execute(self, leases):

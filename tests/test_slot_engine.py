@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from allocators.elasticflow.edf import EDF
 from schedopt.cli import app
 from simulator.buddy import RankSetCache, place
+from simulator.executor import LeaseResults, SimulatedExecutor
 from simulator.overheads import OverheadModel
 from simulator.simulate import simulate_deadlines
 
@@ -47,6 +48,24 @@ def test_a_job_alone_runs_on_its_fastest_count_and_finishes_inside_the_slot(tmp_
     result = run(tmp_path, [(0, 4800, 1000, 1)], "edf")
     assert result.jobs["finish"][0] == pytest.approx(100.0)  # 4800 / 48 on 8 GPUs
     assert result.summary["deadline_satisfactory_ratio"] == 1.0
+
+
+def test_a_job_ends_when_its_last_lease_really_did_within_the_rest_of_its_slot(tmp_path):
+    class HalfSpeed(SimulatedExecutor):
+        """Every lease at half its planned rate, for at most its budget."""
+
+        def __init__(self):
+            self.budgets = []
+
+        def execute(self, leases):
+            self.budgets.append(leases.budgets().tolist())
+            steps = np.minimum(leases.steps, np.floor(leases.steps / leases.seconds / 2 * leases.budgets()))
+            return LeaseResults(steps.astype(np.int64), np.zeros(steps.size, dtype=bool), seconds=2 * leases.seconds)
+
+    executor = HalfSpeed()
+    result = run(tmp_path, [(0, 1200, 1000, 1)], "edf", executor=executor)  # 25 s of a 60 s slot on 8 GPUs
+    assert executor.budgets == [[60.0]]
+    assert result.jobs["finish"][0] == pytest.approx(50.0)  # its lease took twice the planned 25 s
 
 
 def test_the_published_edf_accessctrl_ends_jobs_on_whole_seconds(tmp_path):

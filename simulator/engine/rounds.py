@@ -431,8 +431,9 @@ class Rounds:
         if self._simulated:  # every planned step done, nothing failed: no hand-off to build
             steps = run.job_steps
         else:
-            leases = Leases(run.start, jobs, run.types[r], run.scale[r], run.job_steps,
-                            run.finish[r] - run.start - run.upfront)
+            planned = run.finish[r] - run.start - run.upfront
+            leases = Leases(run.start, jobs, run.types[r], run.scale[r], run.job_steps, planned,
+                            np.maximum(planned, cfg.round_length - run.upfront))
             outcome = self.executor.execute(leases)
             outcome.check(leases)
             steps = outcome.steps
@@ -463,7 +464,10 @@ class Rounds:
         done = complete if forced is None else complete | forced
         finished = jobs[done]
         if finished.size:
-            rec.finish[finished] = run.finish[done if singles else r[done]]
+            if outcome is not None and outcome.seconds is not None:  # when the lease's work really ended
+                rec.finish[finished] = run.start + run.upfront[done] + outcome.seconds[done]
+            else:
+                rec.finish[finished] = run.finish[done if singles else r[done]]
             rec.done[finished] = True
             if forced is not None:
                 rec.forced[jobs[forced]] = True

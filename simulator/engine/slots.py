@@ -241,11 +241,14 @@ class Slots:
         at_release = np.zeros(jobs.size, dtype=bool)
         if self.policy.finish_at_release:
             at_release = np.abs(v.release[jobs] - end) < _EPS
+        took = need
         if self._simulated:
             finishing = (need <= run + _EPS) | at_release
             v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - run * rate)
         else:
-            credited, failed = self._execute(start, jobs, n, rate, lost, np.minimum(need, run))
+            credited, failed, seconds = self._execute(start, jobs, n, rate, lost, np.minimum(need, run), run)
+            if seconds is not None:  # when the lease's work really ended
+                took = seconds
             finishing = ~failed & ((credited >= v.remaining[jobs] - _EPS * rate) | at_release)
             v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - credited)
         ran = np.where(finishing, np.minimum(need, run), run)
@@ -255,7 +258,7 @@ class Slots:
         self.overhead_total[jobs] += lost
         self.overhead_due[jobs] -= lost
         done = jobs[finishing]
-        took = lost[finishing] + need[finishing]
+        took = lost[finishing] + took[finishing]
         if self.policy.finish_at_plan:
             self.finish[done] = self.runs_until[done]
         else:
@@ -290,19 +293,20 @@ class Slots:
         v.gpus[done] = 0
 
     def _execute(self, start: float, jobs: np.ndarray, n: np.ndarray, rate: np.ndarray, lost: np.ndarray,
-                 seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The interval's leases run by the executor: (iterations credited, failed) per job. A lease
-        plans the whole steps its progress ``rate × seconds`` crosses (all that remain for a job
-        finishing in it), so a job that did every planned step has trained ⌊progress⌋ steps; one
-        that does them is credited the interval's exact progress, one that does fewer its steps. A
-        job with :data:`MAX_FAILED_LEASES` failed leases ends as failed."""
+                 seconds: np.ndarray, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The interval's leases run by the executor, each within ``budget`` seconds: (iterations
+        credited, failed, the seconds each lease took or None) per job. A lease plans the whole
+        steps its progress ``rate × seconds`` crosses (all that remain for a job finishing in it),
+        so a job that did every planned step has trained ⌊progress⌋ steps; one that does them is
+        credited the interval's exact progress, one that does fewer its steps. A job with
+        :data:`MAX_FAILED_LEASES` failed leases ends as failed."""
         v = self.view
         work = seconds * rate
         done = v.iterations[jobs] - v.remaining[jobs]
         trained = np.floor(done + _EPS)
         ending = work >= v.remaining[jobs] - _EPS * rate  # need <= seconds + _EPS, as the simulated credit
         planned = (np.where(ending, v.iterations[jobs], np.floor(done + work + _EPS)) - trained).astype(np.int64)
-        leases = Leases(start, jobs, np.zeros(jobs.size, dtype=np.int64), n, planned, seconds)
+        leases = Leases(start, jobs, np.zeros(jobs.size, dtype=np.int64), n, planned, seconds, budget)
         outcome = self.executor.execute(leases)
         outcome.check(leases)
         failed = outcome.failed
@@ -312,7 +316,7 @@ class Slots:
             v.state[dead] = JobState.FAILED
             v.gpus[dead] = 0
         credited = np.where(outcome.steps >= planned, work, outcome.steps)
-        return np.where(failed, 0.0, credited), failed
+        return np.where(failed, 0.0, credited), failed, outcome.seconds
 
     def _admit(self, arrivals: np.ndarray) -> None:
         v = self.view
