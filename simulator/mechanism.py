@@ -83,9 +83,9 @@ class Mechanism:
         cand = self._candidates(rows)
         wt = self.worker_time[cand.j]
         share = np.divide(c.time.take(cand.cells), wt, out=np.zeros(wt.shape), where=wt > 0)
-        prio = np.divide(cand.alloc, share, out=cand.alloc * NEW_JOB_PRIORITY, where=share > 0)
+        minus_prio = np.divide(cand.minus_alloc, share, out=cand.minus_alloc * NEW_JOB_PRIORITY, where=share > 0)
         type_rank, ends = cand.by_type(type_order)
-        walk = cand.k[np.lexsort((cand.tie, -prio, type_rank))].tolist()
+        walk = cand.k[np.lexsort((minus_prio, type_rank))].tolist()  # candidates are in tie order
         first, second, scale, pairs = cand.first, cand.second, cand.scale, cand.pairs
         taken: set[int] = set(c.departed)
         take = taken.add
@@ -115,16 +115,16 @@ class _Candidates:
     """Candidate k of the walk is row ``rows[k[·]]`` (the live rows it was built on) on
     type ``j[·]``, cell ``cells[·]`` of the per-type arrays (row × types + type): the row can
     run there and its GPUs fit the type (and, for FIFO policies, it has an allocation there).
-    ``alloc`` is 0 where the priority is 0 (no allocation, not in the last one, or the row
-    cannot run there); ``tie`` ranks the candidates by (deficit, allocation) descending, then
-    row, the order among equal priorities; ``pairs``: some row is a pair of jobs."""
+    ``minus_alloc`` is minus the allocation, 0 where the priority is 0 (no allocation, not in
+    the last one, or the row cannot run there). The candidates are in tie order: by (deficit,
+    allocation) descending, then row, the order among equal priorities; ``pairs``: some row is
+    a pair of jobs."""
 
     rows: np.ndarray
     k: np.ndarray
     j: np.ndarray
     cells: np.ndarray
-    alloc: np.ndarray
-    tie: np.ndarray
+    minus_alloc: np.ndarray
     first: list[int]
     second: list[int]
     scale: list[int]
@@ -139,11 +139,10 @@ class _Candidates:
         if skip_zero_priority:
             ok &= alloc > 0
         k, j = np.nonzero(ok)
-        cells, alloc_k = rows[k] * ok.shape[1] + j, alloc[k, j]
-        tie = np.empty(k.size, dtype=np.int64)
-        tie[np.lexsort((k, -alloc_k, -c.deficit.take(cells)))] = np.arange(k.size)
+        cells, minus_alloc = rows[k] * ok.shape[1] + j, -alloc[k, j]
+        tie = np.lexsort((k, minus_alloc, -c.deficit.take(cells)))
         members = c.members[rows]
-        return cls(rows, k, j, cells, alloc_k, tie,
+        return cls(rows, k[tie], j[tie], cells[tie], minus_alloc[tie],
                    members[:, 0].tolist(), members[:, 1].tolist(), c.scale[rows].tolist(),
                    bool((members[:, 1] >= 0).any()))
 
