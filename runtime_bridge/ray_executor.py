@@ -136,6 +136,8 @@ class RayExecutor(Executor):
             raise ValueError(f"time scale must be > 0, got {time_scale}")
         if slots < 1:
             raise ValueError(f"slots must be >= 1, got {slots}")
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
         self.specs = [workload_spec(job_type, model_size, job) for job, job_type in enumerate(job_types)]
         self.folder = Path(checkpoints)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -155,8 +157,10 @@ class RayExecutor(Executor):
         if self.capacity == 0:
             self.close()
             raise ValueError("the Ray cluster has neither GPUs nor 'slot' resources to lease")
-        self.threads = threads or (threads_per_gpu("cuda", gpus=torch.cuda.device_count() or self.capacity)
-                                   if self.uses_gpus else threads_per_gpu("cpu"))
+        if threads is None:
+            threads = (threads_per_gpu("cuda", gpus=torch.cuda.device_count() or self.capacity) if self.uses_gpus
+                       else threads_per_gpu("cpu"))
+        self.threads = threads
         self.log: list[LeaseRecord] = []
         self.rounds = 0
 
@@ -177,6 +181,7 @@ class RayExecutor(Executor):
             raise ValueError(f"round {self.rounds} leases {int(leases.gpus.sum())} GPUs; the Ray cluster has "
                              f"{self.capacity} {'GPUs' if self.uses_gpus else 'slots'}")
         budgets = leases.budgets() * self.time_scale
+        # the real steps that earn the plan (the tolerance keeps 8870 x 0.1 from rounding up to 888)
         caps = np.ceil(leases.steps * self.time_scale - 1e-9).astype(np.int64)
         refs = [self._submit(int(job), int(gpus), int(cap), float(budget))
                 for job, gpus, cap, budget in zip(leases.jobs, leases.gpus, caps, budgets)]

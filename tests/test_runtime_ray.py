@@ -94,6 +94,8 @@ def test_a_lease_trains_on_the_executors_threads_which_default_to_the_profiles(t
     executor = RayExecutor(["ResNet-18 (batch size 8)"], tmp_path)
     assert executor.threads == threads_per_gpu("cpu") == 1
     assert RayExecutor(["ResNet-18 (batch size 8)"], tmp_path, threads=3).threads == 3
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        RayExecutor(["ResNet-18 (batch size 8)"], tmp_path, threads=0)
     seen, previous, real = [], torch.get_num_threads(), torch.set_num_threads
     monkeypatch.setattr(torch, "set_num_threads", lambda n: (seen.append(n), real(n)))
     spec = dataclasses.asdict(executor.specs[0])

@@ -241,14 +241,14 @@ class Slots:
         at_release = np.zeros(jobs.size, dtype=bool)
         if self.policy.finish_at_release:
             at_release = np.abs(v.release[jobs] - end) < _EPS
-        took = need
+        worked = need  # seconds of work per job: as planned, or as the executor reports
         if self._simulated:
             finishing = (need <= run + _EPS) | at_release
             v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - run * rate)
         else:
             credited, failed, seconds = self._execute(start, jobs, n, rate, lost, np.minimum(need, run), run)
-            if seconds is not None:  # when the lease's work really ended
-                took = seconds
+            if seconds is not None:
+                worked = seconds
             finishing = ~failed & ((credited >= v.remaining[jobs] - _EPS * rate) | at_release)
             v.remaining[jobs] = np.where(finishing, 0.0, v.remaining[jobs] - credited)
         ran = np.where(finishing, np.minimum(need, run), run)
@@ -258,7 +258,7 @@ class Slots:
         self.overhead_total[jobs] += lost
         self.overhead_due[jobs] -= lost
         done = jobs[finishing]
-        took = lost[finishing] + took[finishing]
+        took = lost[finishing] + worked[finishing]
         if self.policy.finish_at_plan:
             self.finish[done] = self.runs_until[done]
         else:
