@@ -30,10 +30,10 @@ from pathlib import Path
 
 from allocators import make_policy
 from optim import Capability, SolveOptions, get_backend, solve, tally
+from schedopt.bench import machine
 from simulator import read_gavel_json
 
 from .rows import write_rows
-from .sweep import machine
 from .versus_published import RESULTS, instance
 
 METHODS = ("primal", "simplex", "ipm")

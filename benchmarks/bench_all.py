@@ -2,11 +2,11 @@
 
     python -m benchmarks.bench_all --out benchmarks/results/bench_all
 
-Every name of :func:`benchmarks.sweep.bench_policies` on :data:`BACKENDS`, seed 0, one run
+Every name of :func:`schedopt.bench.bench_policies` on :data:`BACKENDS`, seed 0, one run
 per case, a :data:`TIME_LIMIT` per solve, jobs / 4 GPUs of each worker type, for each set
 of :data:`WORKER_TYPES`. Job counts per :data:`GROUPS`: the space-sharing policies stop
 earlier, as their co-located pairs grow with the square of the jobs. Writes the
-``schedopt bench`` files (:func:`benchmarks.sweep.write_outputs`) and prints the tables of
+``schedopt bench`` files (:func:`schedopt.bench.write_outputs`) and prints the tables of
 ``benchmarks/README.md``, one per group (:func:`readme_table`).
 """
 
@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from schedopt.bench import SOLVED, Sweep, bench_policies, machine, policy_class, run, write_outputs
 from simulator import example_table
-
-from .sweep import SOLVED, Sweep, bench_policies, machine, policy_class, run, write_outputs
 
 BACKENDS = ("highs", "clarabel", "cvxpy:CLARABEL", "cvxpy:HIGHS")
 WORKER_TYPES = (("v100", "p100", "k80"), ("v100",))

@@ -55,11 +55,11 @@ import numpy as np
 from allocators import make_policy
 from formulations import AllocationProblem, finish_time_fairness
 from formulations.max_min_fairness import normalized_coefficients
+from schedopt.bench import machine
 from simulator import build_problem, parse_cluster, read_gavel_json, sample_jobs
 from simulator.simulate import default_solver
 
 from .rows import write_rows
-from .sweep import machine
 
 #: ours → (Gavel's module, class, the objective both are scored with)
 POLICIES = {

@@ -198,8 +198,8 @@ def bench(
     solve (summed over the programs of iterated policies)."""
     import pandas as pd
 
-    from benchmarks.sweep import Sweep, bench_policies, machine, publishable, run, summary, write_outputs
     from optim import available_backends, parse_spec
+    from schedopt.bench import Sweep, bench_policies, machine, publishable, run, summary, write_outputs
 
     table = read_gavel_json(throughputs) if throughputs else example_table()
     type_sets = tuple(tuple(t.strip() for t in s.split(",")) for s in worker_types) or (tuple(table.worker_types),)

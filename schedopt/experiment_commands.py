@@ -30,8 +30,8 @@ def sweep(
 ) -> None:
     """Run every cell of an experiment's grid (workloads x clusters x policies x solvers x seeds x any
     simulate option), skipping the cells a previous run of it finished."""
-    from benchmarks.experiments.runner import cpu_count, prepare, run_sweep
-    from benchmarks.experiments.spec import read_experiment
+    from schedopt.experiments.runner import cpu_count, prepare, run_sweep
+    from schedopt.experiments.spec import read_experiment
 
     exp = read_experiment(experiment, data)
     if workers is not None and workers < 1:
@@ -71,7 +71,7 @@ def report(
     """Figures (PNG) and one self-contained HTML page of runs or sweeps: summary table, JCT and
     queueing-delay CDFs, utilization and running jobs over time, fairness, deadlines, solver time, and
     for a sweep each metric against its swept parameter."""
-    from benchmarks.experiments.page import write_report
+    from schedopt.experiments.page import write_report
 
     for path in write_report(runs, out, overwrite):
         console.print(f"wrote {path}")

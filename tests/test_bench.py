@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.bench_all import readme_table, sweeps
-from benchmarks.sweep import Sweep, bench_policies, run, summary
 from optim import Status, available_backends
+from schedopt.bench import Sweep, bench_policies, run, summary
 from schedopt.cli import app
 from simulator import example_table
 

@@ -11,11 +11,11 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from benchmarks.experiments import runner as sweep_runner
-from benchmarks.experiments.page import write_report
-from benchmarks.experiments.runner import prepare, run_sweep
-from benchmarks.experiments.spec import ExperimentError, read_experiment
 from schedopt.cli import app
+from schedopt.experiments import runner as sweep_runner
+from schedopt.experiments.page import write_report
+from schedopt.experiments.runner import prepare, run_sweep
+from schedopt.experiments.spec import ExperimentError, read_experiment
 from simulator.files import ResultsExistError, write_atomically
 
 SMALL = """
