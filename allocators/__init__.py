@@ -7,9 +7,11 @@ from allocators.registry import (
     POLICIES,
     SLOT_POLICIES,
     UnknownPolicyError,
+    is_slot_policy,
+    load,
     make_policy,
     make_slot_policy,
 )
 
 __all__ = ["ALL_POLICIES", "POLICIES", "SLOT_POLICIES", "Plans", "Policy", "ProgramClass", "SchedulingPolicy",
-           "UnknownPolicyError", "make_policy", "make_slot_policy"]
+           "UnknownPolicyError", "is_slot_policy", "load", "make_policy", "make_slot_policy"]

@@ -21,7 +21,7 @@ from types import ModuleType
 
 import numpy as np
 
-from formulations import Allocation, AllocationProblem
+from formulations import Allocation, AllocationProblem, ProblemError, combinations
 from formulations.classes import MergedProblem, expand, merge_equal_jobs
 from formulations.pair_generation import solve_packed, widen
 from optim import (
@@ -38,7 +38,8 @@ from optim import (
     solve,
 )
 from optim.column_generation import solve_by_column_generation
-from optim.errors import CapabilityError
+from optim.cvxpy_bridge import CvxpyProgram, compile_cvxpy, is_cvxpy_problem, solve_native
+from optim.errors import CapabilityError, NoSolutionError
 
 
 class ProgramClass(str, Enum):
@@ -64,6 +65,10 @@ class ProgramClass(str, Enum):
         }[self]
 
 
+#: the fair-division properties ``schedopt check`` tests (:mod:`schedopt.testing`)
+PROPERTIES = ("sharing_incentive", "pareto_efficiency", "envy_freeness", "strategy_proofness")
+
+
 class Plans(str, Enum):
     """What a policy hands the engine for the next interval."""
 
@@ -82,6 +87,19 @@ class SchedulingPolicy(ABC):
     system: str
     program: ProgramClass
     plans: Plans
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        program = cls.__dict__.get("program")
+        if isinstance(program, str) and not isinstance(program, ProgramClass):
+            cls.program = ProgramClass(program)
+        claims = cls.__dict__.get("claims")
+        if claims is not None:
+            unknown = set(claims) - set(PROPERTIES)
+            if unknown:
+                raise ValueError(f"policy class {cls.__name__}: unknown claims {sorted(unknown)}; "
+                                 f"known: {', '.join(PROPERTIES)}")
+            cls.claims = frozenset(claims)
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
         self.solver = solver
@@ -107,6 +125,13 @@ class Policy(SchedulingPolicy):
     #: the program is concave and symmetric in jobs equal in throughputs, scale factor, weight and
     #: these optional fields: on a vertex backend it is solved merged (:mod:`formulations.classes`)
     merge_on: tuple[str, ...] | None = None
+    #: round mechanisms walk worker types in a fixed fastest-first order for this policy, in a
+    #: shuffled (seeded) order otherwise; Gavel fixes it for its ``_perf`` and packing policies
+    #: (``Gandiva_Packing`` among them) and AlloX
+    fixed_type_order: bool = False
+    #: the fair-division properties the policy claims (:data:`PROPERTIES`); ``schedopt check``
+    #: tests them on every run, the others only when asked (``--properties``)
+    claims: frozenset[str] = frozenset()
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
         super().__init__(solver, options)
@@ -206,30 +231,99 @@ class Policy(SchedulingPolicy):
             session = self._sessions[canon.name] = Session(self.solver, self.options)
         return session.solve(canon)
 
-    @property
-    def fixed_type_order(self) -> bool:
-        """Round mechanisms walk worker types in a fixed fastest-first order for this policy
-        and in a shuffled order otherwise. Gavel fixes the order for its ``_perf`` and packing
-        policies (``Gandiva_Packing`` among them) and AlloX."""
-        return "perf" in self.name or "packed" in self.name or self.name in ("allox", "gandiva")
-
     @abstractmethod
     def allocate(self, problem: AllocationProblem) -> Allocation: ...
 
 
-class FormulationPolicy(Policy):
-    """A policy that is one program: ``formulation.build(problem, variant)``, solved, decoded."""
+class ProgramPolicy(Policy):
+    """A time-share policy that is one program per snapshot: the contract users write against.
 
+    ``build(problem)`` states the program over the snapshot's arrays, either as an
+    :class:`optim.Model` with a variable block ``"x"`` of shape ``(problem.num_jobs,
+    problem.num_types)``, or as a ``cvxpy.Problem`` with a variable named ``"x"`` of that shape;
+    ``x[i, j]`` is the fraction of wall time job i runs on ``scale_factors[i]`` GPUs of type j.
+    A cvxpy program whose objective and constraints are linear is translated to a Model
+    (:mod:`optim.cvxpy_bridge`), so every LP / MILP backend solves it; one with cones (``log``,
+    norms) is solved by cvxpy with the policy's solver (``cvxpy:SOLVER``, or the cvxpy solver of
+    the same name). ``decode(problem, model, result)`` turns the solved program into an
+    :class:`Allocation`; the default reads ``x``, clips solver noise into its bounds and scales
+    excesses within the solver's tolerance back into the capacities and time budgets.
+
+    Behaviour is chosen by attributes (defaults in brackets): ``program`` [LP], ``system``
+    ["user"], ``uses_pairs`` [False: the snapshot carries no co-located pairs],
+    ``fixed_type_order`` [False], ``claims`` [none] and ``warm_resolve`` [False]."""
+
+    system = "user"
+    program = ProgramClass.LP
+
+    @abstractmethod
+    def build(self, problem: AllocationProblem) -> Model:
+        """The program for ``problem``: a :class:`Model` or a ``cvxpy.Problem`` (see the class doc)."""
+
+    def decode(self, problem: AllocationProblem, model: Model | CvxpyProgram, result: Result) -> Allocation:
+        """The allocation of the solved program: ``x`` read back, its objective the program's."""
+        if isinstance(model, CvxpyProgram):
+            x = model.problem.var_dict.get("x")
+            if x is None or tuple(x.shape) != (problem.num_jobs, problem.num_types) or x.value is None:
+                raise ProblemError(f"policy {self.name!r}: its cvxpy program needs a variable named 'x' of shape "
+                                   f"({problem.num_jobs}, {problem.num_types}) with a value after the solve")
+            shares = np.clip(np.asarray(x.value, dtype=float), 0.0, 1.0)
+            return combinations.allocation_of(problem, shares, self.name, result, objective=result.objective)
+        return combinations.decode(problem, model, result, self.name, objective=result.objective)
+
+    def allocate(self, problem: AllocationProblem) -> Allocation:
+        solved, model, result, generated = self._solve_program(problem, self._program)
+        if not result.has_solution:
+            raise NoSolutionError(f"policy {self.name!r}: no solution on {result.backend} ({result.status})"
+                                  f"{': ' + result.message if result.message else ''}")
+        return self._finish(self.decode(solved, model, result), problem, generated)
+
+    def _program(self, problem: AllocationProblem) -> Model | CvxpyProgram:
+        """``build(problem)``, a cvxpy problem compiled to its standard form where it has one."""
+        built = self.build(problem)
+        if not is_cvxpy_problem(built):
+            return built
+        if self.uses_pairs:
+            raise ProblemError(f"policy {self.name!r}: a space-sharing policy's pair columns are priced in by "
+                               f"column generation over a Model's block 'x'; build must return a Model")
+        return compile_cvxpy(built, self.name) or CvxpyProgram(built, None, None, None, (), False)
+
+    def _solve(self, model: Model | CvxpyProgram, problem: AllocationProblem | None = None) -> Result:
+        if not isinstance(model, CvxpyProgram):
+            return super()._solve(model, problem)
+        if model.model is None:
+            return solve_native(model.problem, self._cvxpy_solver(), self.options, self.name)
+        result = solve(model.model, self.backend, self.options)
+        if result.has_solution:
+            model.unpack(result)
+        return result
+
+    def _cvxpy_solver(self) -> str:
+        """The cvxpy solver for a program with cones: the policy's own where it is one of cvxpy's."""
+        import cvxpy as cp
+
+        spec = parse_spec(self.solver).spec
+        if spec.startswith("cvxpy"):
+            return spec
+        family = spec.partition(":")[0].upper()
+        if family in cp.installed_solvers():
+            return f"cvxpy:{family}"
+        raise CapabilityError(f"policy {self.name!r}: its cvxpy program has cones (log, norms), which only cvxpy's "
+                              f"solvers take; solver {spec} is not one: use --solver cvxpy:CLARABEL (installed: "
+                              f"{', '.join(cp.installed_solvers())})")
+
+
+class FormulationPolicy(ProgramPolicy):
+    """A built-in policy that is one program: ``formulation.build(problem, variant)``, solved,
+    ``formulation.decode``-d."""
+
+    system = "Gavel"
     formulation: ModuleType
     variant: str
     warm_resolve = True
 
-    def allocate(self, problem: AllocationProblem) -> Allocation:
-        solved, model, result, generated = self._solve_program(problem, self._build)
-        return self._finish(self._decode(solved, model, result), problem, generated)
-
-    def _build(self, problem: AllocationProblem) -> Model:
+    def build(self, problem: AllocationProblem) -> Model:
         return self.formulation.build(problem, self.variant)
 
-    def _decode(self, problem: AllocationProblem, model: Model, result: Result) -> Allocation:
+    def decode(self, problem: AllocationProblem, model: Model, result: Result) -> Allocation:
         return self.formulation.decode(problem, model, result, self.name)

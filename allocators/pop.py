@@ -174,6 +174,7 @@ class Partitioned(Policy):
         policy.warm_resolve = False  # consecutive calls solve different parts: nothing to re-solve warm
         self.name = f"{policy.name}{POP_SUFFIX}{self.k}"
         self.program, self.uses_pairs = policy.program, policy.uses_pairs
+        self.fixed_type_order, self.system = policy.fixed_type_order, policy.system
         self.solver, self.options = policy.solver, policy.options
 
     def allocate(self, problem: AllocationProblem) -> PartitionedAllocation:

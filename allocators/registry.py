@@ -3,13 +3,28 @@ published artifacts' own (Gavel's, Shockwave's, ElasticFlow's), so users' script
 where two systems use one name (Gandiva), the later one's carries a suffix (``gandiva-ef``).
 
 ``POLICIES``: the policies the round clock runs (time shares, or whole-round plans);
-``SLOT_POLICIES``: the policies planning GPUs per slot; ``ALL_POLICIES`` both."""
+``SLOT_POLICIES``: the policies planning GPUs per slot; ``ALL_POLICIES`` both.
+
+Wherever a name is accepted, so is a reference to a user's policy (:mod:`allocators.plugins`):
+``package.module:Class``, ``path/to/file.py:Class`` or an installed plugin's name. :func:`load`
+resolves it once and enters the class in the table of its clock under the reference itself, so
+the rest of a run reads the tables as for a built-in name."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from allocators.plugins import (
+    PolicyReferenceError,
+    UnknownPolicyError,
+    check_policy_class,
+    is_reference,
+    load_plugin,
+    load_reference,
+    plugins,
+)
 
 if TYPE_CHECKING:
     from allocators.base import Policy, SchedulingPolicy
@@ -130,22 +145,68 @@ class _Union(Mapping[str, type]):
 
 ALL_POLICIES: Mapping[str, type[SchedulingPolicy]] = _Union(POLICIES, SLOT_POLICIES)
 
+#: the names schedopt itself ships (user references are entered in the tables beside them)
+BUILT_IN = frozenset(ALL_POLICIES)
 
-class UnknownPolicyError(ValueError):
-    pass
+
+def load(name: str) -> type[SchedulingPolicy]:
+    """The class behind ``name``: a built-in policy (``<name>@pop<k>``: the partitioned policy's),
+    a ``module:Class`` or ``file.py:Class`` reference, or an installed plugin's name. A loaded
+    class is entered under ``name`` in :data:`POLICIES` or :data:`SLOT_POLICIES`. A class whose
+    ``name`` is a built-in policy's is refused: one name, one policy."""
+    base = name.rpartition(POP_SUFFIX)[0] or name
+    if base in ALL_POLICIES:
+        return ALL_POLICIES[base]
+    if is_reference(base):
+        cls = load_reference(base)
+    else:
+        plugin = plugins().get(base)
+        if plugin is None:
+            raise UnknownPolicyError(
+                f"unknown policy {name!r}; known: {', '.join(sorted(ALL_POLICIES))} (append {POP_SUFFIX}<k> to a "
+                f"round policy to partition it into k parts; your own: package.module:Class or path/to/file.py:Class)")
+        if plugin.name in BUILT_IN:
+            raise PolicyReferenceError(f"plugin {plugin.name!r} ({plugin.package} {plugin.version}) clashes with the "
+                                       f"built-in policy of that name; rename its entry point")
+        cls = load_plugin(plugin)
+    if cls.name in BUILT_IN and cls.__module__.partition(".")[0] != "allocators":
+        raise PolicyReferenceError(f"policy {base!r}: class {cls.__name__}'s name {cls.name!r} clashes with the "
+                                   f"built-in policy of that name; give it another name")
+    (SLOT_POLICIES if issubclass(cls, _slot_policy()) else POLICIES)[base] = cls
+    return cls
+
+
+def register(cls: type[P]) -> type[P]:
+    """Enter the policy class ``cls`` under its ``name`` (a class decorator for notebooks and
+    scripts; a package declares its policies as entry points instead, :mod:`allocators.plugins`)."""
+    check_policy_class(cls, f"register({getattr(cls, '__name__', cls)!r})")
+    if cls.name in BUILT_IN:
+        raise PolicyReferenceError(f"register({cls.__name__}): the name {cls.name!r} is a built-in policy's; "
+                                   f"give it another name")
+    (SLOT_POLICIES if issubclass(cls, _slot_policy()) else POLICIES)[cls.name] = cls
+    return cls
+
+
+def is_slot_policy(name: str) -> bool:
+    """Whether ``name`` (any reference :func:`load` takes) plans GPUs per slot."""
+    load(name)
+    return (name.rpartition(POP_SUFFIX)[0] or name) in SLOT_POLICIES
 
 
 def policy_class(name: str) -> type[Policy]:
-    """The class behind a policy name (for ``<name>@pop<k>``, the partitioned policy's)."""
-    base = name.rpartition(POP_SUFFIX)[0] or name
-    try:
-        return POLICIES[base]
-    except KeyError:
-        if base in SLOT_POLICIES:
-            raise UnknownPolicyError(f"policy {name!r} plans integer GPU counts per slot, not time fractions: "
-                                     f"run it through simulator.simulate / simulate_deadlines") from None
-        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(ALL_POLICIES))} "
-                                 f"(append {POP_SUFFIX}<k> to a round policy to partition it into k parts)") from None
+    """The class behind a round policy's name or reference (for ``<name>@pop<k>``, the partitioned
+    policy's)."""
+    cls = load(name)
+    if (name.rpartition(POP_SUFFIX)[0] or name) in SLOT_POLICIES:
+        raise UnknownPolicyError(f"policy {name!r} plans integer GPU counts per slot, not time fractions: "
+                                 f"run it through simulator.simulate / simulate_deadlines")
+    return cls
+
+
+def _slot_policy() -> type:
+    from allocators.slot_plans import SlotPolicy
+
+    return SlotPolicy
 
 
 def make_policy(name: str, solver: str = "highs", options: SolveOptions | None = None, *,
@@ -170,8 +231,6 @@ def make_policy(name: str, solver: str = "highs", options: SolveOptions | None =
 def make_slot_policy(name: str, solver: str = "highs", options: SolveOptions | None = None,
                      **params) -> SlotPolicy:
     """A fresh slot policy object; ``params`` go to its constructor."""
-    try:
-        cls = SLOT_POLICIES[name]
-    except KeyError:
-        raise UnknownPolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(ALL_POLICIES))}") from None
-    return cls(solver, options, **params)
+    if not is_slot_policy(name):
+        raise UnknownPolicyError(f"policy {name!r} plans time shares or whole rounds, not GPUs per slot")
+    return SLOT_POLICIES[name](solver, options, **params)

@@ -106,12 +106,19 @@ def decode(problem: AllocationProblem, model: Model, result: Result, policy: str
     canon = model.canonical()
     x = result.value("x").clip(canon.col_lo[block.columns].reshape(block.shape),
                                canon.col_hi[block.columns].reshape(block.shape))
+    return allocation_of(problem, x, policy, result, objective=objective, program=canon)
+
+
+def allocation_of(problem: AllocationProblem, x: np.ndarray, policy: str, result: Result,
+                  objective: float | None = None, program: CanonicalModel | None = None) -> Allocation:
+    """The allocation of shares ``x`` (single jobs, then pairs if packed) that ``result`` gave,
+    capacity / time-budget excesses within the solver's tolerance scaled away (:func:`decode`)."""
     notes = list(result.notes)
     repaired = _scale_into_budgets(problem, x)
     if repaired is not x and np.abs(repaired - x).max(initial=0.0) > 1e-9:
         notes.append(f"scaled shares down by up to {np.abs(repaired - x).max():.2e} to meet capacity and "
                      f"time budgets exactly ({result.backend} tolerance)")
-    fields = {"objective": objective, "result": result, "notes": notes, "program": canon}
+    fields = {"objective": objective, "result": result, "notes": notes, "program": program}
     return _split(problem, repaired, policy, fields)
 
 

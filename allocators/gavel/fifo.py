@@ -130,6 +130,7 @@ class FifoPerf(_Fifo):
     re-forms its pairs), rather than keeping its first type until it finishes."""
 
     name = "fifo_perf"
+    fixed_type_order = True
 
     def _choose(self, problem: AllocationProblem, i: int, options: np.ndarray) -> int:
         return int(options[np.argmax(problem.throughputs[i, options])])

@@ -138,10 +138,12 @@ class FinishTimeFairnessAgnostic(FinishTimeFairness):
 
 class FinishTimeFairnessPerf(FinishTimeFairness):
     name = "finish_time_fairness_perf"
+    fixed_type_order = True
     variant = "perf"
 
 
 class FinishTimeFairnessPacked(FinishTimeFairness):
     name = "finish_time_fairness_packed"
+    fixed_type_order = True
     uses_pairs = True
     variant = "packed"

@@ -33,6 +33,7 @@ class Gandiva(HeuristicPolicy):
     """
 
     name = "gandiva"
+    fixed_type_order = True
     uses_pairs = True
     supports_gavel_compat = True
 

@@ -24,18 +24,18 @@ class MaxMinFairness(FormulationPolicy):
         super().__init__(solver, options)
         self.published = gavel_compat and not self.uses_pairs and solver == self.published_solver
 
-    def _build(self, problem: AllocationProblem) -> Model | CanonicalModel:
+    def build(self, problem: AllocationProblem) -> Model | CanonicalModel:
         if self.published:
             return max_min_fairness.build_published(problem, self.variant)
-        return super()._build(problem)
+        return super().build(problem)
 
     def _start_basis(self, problem: AllocationProblem, model: Model) -> Basis | None:
         return None if self.uses_pairs else max_min_fairness.start_basis(problem, model, self.variant)
 
-    def _decode(self, problem: AllocationProblem, model: Model, result: Result) -> Allocation:
+    def decode(self, problem: AllocationProblem, model: Model, result: Result) -> Allocation:
         if self.published:
             return max_min_fairness.decode_published(problem, result, self.name)
-        return super()._decode(problem, model, result)
+        return super().decode(problem, model, result)
 
 
 class MaxMinFairnessAgnostic(MaxMinFairness):
@@ -50,6 +50,7 @@ class MaxMinFairnessPerf(MaxMinFairness):
     """Heterogeneity-aware LAS: equal normalized throughput."""
 
     name = "max_min_fairness_perf"
+    fixed_type_order = True
     variant = "perf"
     merge_on = ()
 
@@ -58,5 +59,6 @@ class MaxMinFairnessPacked(MaxMinFairness):
     """Heterogeneity-aware LAS with space sharing (co-located pairs)."""
 
     name = "max_min_fairness_packed"
+    fixed_type_order = True
     uses_pairs = True
     variant = "packed"

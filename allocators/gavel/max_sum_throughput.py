@@ -74,20 +74,24 @@ class MaxSumThroughput(Policy):
 
 class MaxSumThroughputPerf(MaxSumThroughput):
     name = "max_sum_throughput_perf"
+    fixed_type_order = True
     variant = "perf"
 
 
 class MaxSumThroughputByCost(MaxSumThroughput):
     name = "max_sum_throughput_normalized_by_cost_perf"
+    fixed_type_order = True
     variant = "normalized_by_cost_perf"
 
 
 class MaxSumThroughputByCostSLOs(MaxSumThroughput):
     name = "max_sum_throughput_normalized_by_cost_perf_SLOs"
+    fixed_type_order = True
     variant = "normalized_by_cost_perf_SLOs"
 
 
 class MaxSumThroughputByCostPackedSLOs(MaxSumThroughput):
     name = "max_sum_throughput_normalized_by_cost_packed_SLOs"
+    fixed_type_order = True
     uses_pairs = True
     variant = "normalized_by_cost_packed_SLOs"

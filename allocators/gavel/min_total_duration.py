@@ -146,6 +146,7 @@ class MinTotalDurationPerf(MinTotalDuration):
     """Shortest makespan with measured rates."""
 
     name = "min_total_duration_perf"
+    fixed_type_order = True
     variant = "perf"
 
 
@@ -153,5 +154,6 @@ class MinTotalDurationPacked(MinTotalDuration):
     """Shortest makespan with measured rates and space sharing."""
 
     name = "min_total_duration_packed"
+    fixed_type_order = True
     uses_pairs = True
     variant = "packed"

@@ -60,6 +60,7 @@ class MaxMinFairnessWaterFillingPerf(MaxMinFairnessWaterFilling):
     """Heterogeneity-aware water filling over normalized throughputs."""
 
     name = "max_min_fairness_water_filling_perf"
+    fixed_type_order = True
     variant = "perf"
 
 
@@ -67,5 +68,6 @@ class MaxMinFairnessWaterFillingPacked(MaxMinFairnessWaterFilling):
     """Heterogeneity-aware water filling with space sharing (co-located pairs)."""
 
     name = "max_min_fairness_water_filling_packed"
+    fixed_type_order = True
     variant = "packed"
     uses_pairs = True
