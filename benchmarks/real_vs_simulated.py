@@ -36,9 +36,9 @@ from simulator.cluster import parse_cluster
 from simulator.engine import SimulationConfig
 from simulator.files import write_atomically
 from simulator.metrics import csv_text
+from simulator.readers.traces import read_trace
 from simulator.simulate import default_solver
 from simulator.throughputs import ThroughputTable, write_gavel_json
-from simulator.traces import read_trace
 
 
 def trace_text(table: ThroughputTable, jobs: int, work: tuple[float, float], spacing: float, seed: int) -> str:

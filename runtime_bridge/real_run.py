@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.elasticflow_traces import read_deadline_trace
-from simulator.node_cluster import read_cluster_spec
+from simulator.readers.elasticflow_traces import read_deadline_trace
+from simulator.readers.node_cluster import read_cluster_spec
+from simulator.readers.traces import Trace
 from simulator.simulate import simulate, simulate_deadlines
-from simulator.traces import Trace
 
 from .fidelity import Fidelity, compare
 from .ray_executor import RayExecutor

@@ -32,10 +32,10 @@ from simulator import (
 from simulator.engine import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
 from simulator.files import check_out_dir, write_atomically
+from simulator.readers.traces import read_trace
 from simulator.reports import check_output_path, write_allocation
 from simulator.request import SimulateRequest, run_request, table_for_trace
 from simulator.simulate import EXAMPLE, default_solver
-from simulator.traces import read_trace
 
 from .experiment_commands import register as register_experiments
 from .output import (

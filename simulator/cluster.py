@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.node_cluster import NodeCluster
+from simulator.readers.node_cluster import NodeCluster
 
 DEFAULT_CLUSTER = "v100=36,p100=36,k80=36"
 _NAME = re.compile(r"^[A-Za-z][\w.-]*$")

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from simulator.jobs import draw_job_mix, reference_rates
+from simulator.readers.traces import Trace
 from simulator.throughputs import ThroughputTable
-from simulator.traces import Trace
 
 
 def _slug(model: str) -> str:

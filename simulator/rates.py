@@ -10,7 +10,7 @@ same question, vectorized over jobs::
   (``"ResNet-18 (batch size 64)"``); a batch size given here looks the same model up at that batch
   size (how Shockwave's jobs change theirs).
 - :class:`CurveRates`: ElasticFlow's tables: iterations/s per (model, global batch size) at every GPU
-  count of one GPU type (:class:`~simulator.iteration_tables.IterationTable`).
+  count of one GPU type (:class:`~simulator.readers.iteration_tables.IterationTable`).
 
 Each clock reads its own dense view of the rate model once per run (:mod:`simulator.views`).
 """
@@ -24,7 +24,7 @@ import numpy as np
 
 from simulator.adaptation import job_type_at, split_job_type
 from simulator.coadaptive import CoAdaptiveJobs
-from simulator.iteration_tables import IterationTable
+from simulator.readers.iteration_tables import IterationTable
 from simulator.throughputs import ThroughputTable
 
 

@@ -23,10 +23,10 @@ from allocators.shockwave.config import read_shockwave_config
 from simulator import DEFAULT_CLUSTER, example_table, parse_cluster, read_gavel_json
 from simulator.engine import SimulationConfig
 from simulator.overheads import OverheadModel
-from simulator.pollux_traces import is_pollux_workload
+from simulator.readers.pollux_traces import is_pollux_workload
+from simulator.readers.traces import read_trace, write_trace
 from simulator.simulate import EXAMPLE, default_solver, simulate, simulate_deadlines, simulate_pollux
 from simulator.throughputs import find_gavel_table
-from simulator.traces import read_trace, write_trace
 
 
 @dataclass(frozen=True)

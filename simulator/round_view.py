@@ -16,8 +16,8 @@ import numpy as np
 
 from simulator.cluster import Cluster
 from simulator.jobs import REFERENCE_TYPE, reference_rates
+from simulator.readers.traces import Trace
 from simulator.throughputs import ThroughputTable
-from simulator.traces import Trace
 
 
 class WorkloadError(ValueError):

@@ -20,21 +20,21 @@ from allocators.registry import SLOT_POLICIES, make_slot_policy, policy_class
 from optim import SolveOptions
 from simulator.applications import read_applications
 from simulator.cluster import Cluster, parse_cluster, parse_prices
-from simulator.elasticflow_traces import DeadlineTrace
 from simulator.engine import Engine, Progress, SimulationConfig, SlotConfig
 from simulator.engine.presets import get_preset
 from simulator.example_table import example_table
 from simulator.executor import Executor
 from simulator.generator import generate_trace
-from simulator.iteration_tables import IterationTable, read_throughput_dir
 from simulator.metrics import SimulationResult
-from simulator.node_cluster import NodeCluster, read_cluster_spec
 from simulator.overheads import OverheadModel
-from simulator.pollux_traces import POLLUX_COLUMNS, PolluxTrace
 from simulator.rates import CurveRates, GoodputRates, TableRates
+from simulator.readers.elasticflow_traces import DeadlineTrace
+from simulator.readers.iteration_tables import IterationTable, read_throughput_dir
+from simulator.readers.node_cluster import NodeCluster, read_cluster_spec
+from simulator.readers.pollux_traces import POLLUX_COLUMNS, PolluxTrace
+from simulator.readers.traces import Trace, read_trace
 from simulator.slot_view import SlotView
 from simulator.throughputs import ThroughputTable, read_gavel_json
-from simulator.traces import Trace, read_trace
 from simulator.views import DeadlineRule, round_view, slot_view, with_deadlines
 from simulator.workload import Jobs, Workload, read_jobs
 

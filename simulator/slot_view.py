@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.elasticflow_traces import DeadlineInputError, DeadlineTrace
-from simulator.iteration_tables import IterationTable, elasticflow_max_gpus
-from simulator.node_cluster import NodeCluster
+from simulator.readers.elasticflow_traces import DeadlineInputError, DeadlineTrace
+from simulator.readers.iteration_tables import IterationTable, elasticflow_max_gpus
+from simulator.readers.node_cluster import NodeCluster
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from simulator.cluster import Cluster
-from simulator.elasticflow_traces import DeadlineTrace
-from simulator.iteration_tables import IterationTable
-from simulator.node_cluster import NodeCluster
 from simulator.rates import CurveRates, GoodputRates, TableRates
+from simulator.readers.elasticflow_traces import DeadlineTrace
+from simulator.readers.iteration_tables import IterationTable
+from simulator.readers.node_cluster import NodeCluster
+from simulator.readers.traces import Trace
 from simulator.round_view import RoundView, WorkloadError, build_round_view
 from simulator.slot_view import SlotView
 from simulator.throughputs import ThroughputTable
-from simulator.traces import Trace
 from simulator.workload import Workload
 
 _RULE = re.compile(r"^uniform:([0-9.eE+-]+):([0-9.eE+-]+)$")

@@ -30,7 +30,9 @@ import numpy as np
 
 from simulator.applications import MAX_EPOCHS
 from simulator.cluster import Cluster
-from simulator.elasticflow_traces import (
+from simulator.files import write_atomically
+from simulator.rates import RateModel
+from simulator.readers.elasticflow_traces import (
     CHRONUS_COLUMNS,
     ChronusTrace,
     DeadlineInputError,
@@ -40,10 +42,14 @@ from simulator.elasticflow_traces import (
     read_chronus_trace,
     read_deadline_trace,
 )
-from simulator.files import write_atomically
-from simulator.pollux_traces import POLLUX_COLUMNS, PolluxInputError, PolluxTrace, pollux_trace_text, read_pollux_trace
-from simulator.rates import RateModel
-from simulator.traces import Trace, TraceError, read_trace, trace_text
+from simulator.readers.pollux_traces import (
+    POLLUX_COLUMNS,
+    PolluxInputError,
+    PolluxTrace,
+    pollux_trace_text,
+    read_pollux_trace,
+)
+from simulator.readers.traces import Trace, TraceError, read_trace, trace_text
 
 
 class DeadlineKind(IntEnum):

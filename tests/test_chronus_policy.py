@@ -19,11 +19,11 @@ from allocators.registry import SLOT_POLICIES, make_slot_policy
 from formulations import chronus as lease_mip
 from formulations.chronus import LeaseProblem, plan_violations, solve_leases
 from optim import Result, Status
-from simulator.elasticflow_traces import DeadlineTrace
 from simulator.engine import Engine, SlotConfig
-from simulator.iteration_tables import IterationTable
-from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
+from simulator.readers.elasticflow_traces import DeadlineTrace
+from simulator.readers.iteration_tables import IterationTable
+from simulator.readers.node_cluster import NodeCluster
 from simulator.simulate import simulate_deadlines
 from simulator.slot_view import SlotView
 

@@ -14,11 +14,11 @@ from allocators.elasticflow.gandiva import Gandiva
 from allocators.elasticflow.themis import build_conic, build_level_lp, least_shares, solve_by_bisection
 from allocators.registry import SLOT_POLICIES, make_slot_policy
 from optim import Status, solve
-from simulator.elasticflow_traces import DeadlineTrace
 from simulator.engine import Engine, SlotConfig
-from simulator.iteration_tables import IterationTable
-from simulator.node_cluster import NodeCluster
 from simulator.overheads import OverheadModel
+from simulator.readers.elasticflow_traces import DeadlineTrace
+from simulator.readers.iteration_tables import IterationTable
+from simulator.readers.node_cluster import NodeCluster
 from simulator.simulate import simulate_deadlines
 from simulator.slot_view import SlotView
 

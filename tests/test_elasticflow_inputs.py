@@ -3,9 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from simulator.elasticflow_traces import DeadlineInputError, read_chronus_trace, read_deadline_trace
-from simulator.iteration_tables import elasticflow_max_gpus, read_throughput_dir
-from simulator.node_cluster import NodeCluster, read_cluster_spec
+from simulator.readers.elasticflow_traces import DeadlineInputError, read_chronus_trace, read_deadline_trace
+from simulator.readers.iteration_tables import elasticflow_max_gpus, read_throughput_dir
+from simulator.readers.node_cluster import NodeCluster, read_cluster_spec
 
 EF_HEADER = "job_id,submit_time,iteration,model_name,ddl,batch_size,num_gpu,duration,best_effort\n"
 ITP_HEADER = "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration\n"

@@ -6,7 +6,7 @@ import pytest
 from simulator import example_table, read_gavel_json
 from simulator.generator import generate_trace
 from simulator.jobs import HIGH_PRIORITY_WEIGHT, SCALE_PROBABILITIES, reference_rates
-from simulator.traces import read_trace, write_trace
+from simulator.readers.traces import read_trace, write_trace
 
 N = 20_000
 

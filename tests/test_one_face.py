@@ -12,14 +12,14 @@ from test_slot_engine import write_inputs
 
 from allocators.registry import SLOT_POLICIES
 from simulator.cluster import Cluster, parse_cluster
-from simulator.elasticflow_traces import read_deadline_trace
 from simulator.example_table import example_table
 from simulator.executor import Executor, LeaseResults
 from simulator.generator import generate_trace
-from simulator.iteration_tables import read_throughput_dir
-from simulator.node_cluster import read_cluster_spec
 from simulator.outcomes import JOB_COLUMNS, SUMMARY_KEYS
 from simulator.rates import CurveRates, TableRates
+from simulator.readers.elasticflow_traces import read_deadline_trace
+from simulator.readers.iteration_tables import read_throughput_dir
+from simulator.readers.node_cluster import read_cluster_spec
 from simulator.round_view import WorkloadError
 from simulator.simulate import simulate, simulate_deadlines
 from simulator.views import DeadlineRule, round_view, slot_view, with_deadlines

@@ -27,10 +27,10 @@ from schedopt.cli import app  # noqa: E402
 from simulator.cluster import parse_cluster  # noqa: E402
 from simulator.engine import Engine, SimulationConfig  # noqa: E402
 from simulator.executor import MAX_FAILED_LEASES, SimulatedExecutor  # noqa: E402
+from simulator.readers.traces import read_trace  # noqa: E402
 from simulator.round_view import build_round_view  # noqa: E402
 from simulator.simulate import simulate  # noqa: E402
 from simulator.throughputs import ThroughputTable, write_gavel_json  # noqa: E402
-from simulator.traces import read_trace  # noqa: E402
 
 #: a round of 300 simulated seconds is a lease of at most 3 s; at the table's 0.01 steps/s it plans 3
 #: steps, whose ceil(3 x 0.01) = 1 real step the tiny models train in far less, so leases end on their

@@ -29,9 +29,9 @@ from simulator.adaptation import (
 )
 from simulator.adaptive import AdaptiveJobs
 from simulator.cluster import parse_cluster
+from simulator.readers.traces import read_trace
 from simulator.round_view import build_round_view
 from simulator.throughputs import read_gavel_json, table_from_gavel_dict
-from simulator.traces import read_trace
 
 BACKENDS = lp_backends()
 EPS = LOG_FLOOR  # 1e-6 added to normalized progress inside the log

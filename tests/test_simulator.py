@@ -17,10 +17,10 @@ from simulator.example_table import example_table
 from simulator.executor import MAX_FAILED_LEASES, LeaseResults, SimulatedExecutor
 from simulator.generator import generate_trace
 from simulator.metrics import isolated_finish
+from simulator.readers.traces import Trace
 from simulator.round_view import build_round_view
 from simulator.simulate import simulate
 from simulator.throughputs import ThroughputTable
-from simulator.traces import Trace
 
 runner = CliRunner()
 

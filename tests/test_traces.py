@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from simulator.traces import TraceError, read_trace, trace_text, write_trace
+from simulator.readers.traces import TraceError, read_trace, trace_text, write_trace
 
 
 def test_published_traces_read_and_round_trip(shared_data, tmp_path):

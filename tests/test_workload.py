@@ -8,15 +8,15 @@ import pytest
 from test_slot_engine import write_inputs
 
 from simulator.cluster import Cluster, parse_cluster
-from simulator.elasticflow_traces import DeadlineInputError
 from simulator.example_table import example_table
 from simulator.generator import generate_trace
-from simulator.iteration_tables import read_throughput_dir
-from simulator.node_cluster import read_cluster_spec
-from simulator.pollux_traces import PolluxInputError
 from simulator.rates import CurveRates, TableRates
+from simulator.readers.elasticflow_traces import DeadlineInputError
+from simulator.readers.iteration_tables import read_throughput_dir
+from simulator.readers.node_cluster import read_cluster_spec
+from simulator.readers.pollux_traces import PolluxInputError
+from simulator.readers.traces import TraceError, write_trace
 from simulator.round_view import WorkloadError
-from simulator.traces import TraceError, write_trace
 from simulator.views import DeadlineRule, round_view, slot_view, with_deadlines
 from simulator.workload import DeadlineKind, Jobs, Workload, read_jobs, write_jobs
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from simulator.elasticflow_traces import DeadlineInputError, read_csv_rows
+from simulator.readers.elasticflow_traces import DeadlineInputError, read_csv_rows
 
 COLUMNS = ("num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node")
 

@@ -29,7 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
-from simulator.elasticflow_traces import CsvRows, DeadlineInputError, parse_numbers, read_csv_rows
+from simulator.readers.elasticflow_traces import CsvRows, DeadlineInputError, parse_numbers, read_csv_rows
 
 
 @dataclass(frozen=True)
