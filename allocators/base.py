@@ -87,6 +87,9 @@ class SchedulingPolicy(ABC):
     system: str
     program: ProgramClass
     plans: Plans
+    #: the fair-division properties the policy claims (:data:`PROPERTIES`); ``schedopt check``
+    #: tests them on every run, the others only when asked (``--properties``)
+    claims: frozenset[str] = frozenset()
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -129,9 +132,6 @@ class Policy(SchedulingPolicy):
     #: shuffled (seeded) order otherwise; Gavel fixes it for its ``_perf`` and packing policies
     #: (``Gandiva_Packing`` among them) and AlloX
     fixed_type_order: bool = False
-    #: the fair-division properties the policy claims (:data:`PROPERTIES`); ``schedopt check``
-    #: tests them on every run, the others only when asked (``--properties``)
-    claims: frozenset[str] = frozenset()
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
         super().__init__(solver, options)

@@ -11,26 +11,28 @@ import importlib
 
 __version__ = "0.1.0"
 
+_CONTRACT = ("PROPERTIES", "Charge", "JobPairs", "JobState", "JobsView", "Plans", "ProgramClass", "ProgramPolicy",
+             "RoundPlan", "RoundPlanner", "RoundState", "SchedulingPolicy", "SlotPolicy", "add_shares", "register",
+             "throughput_rows")
+
 _HOME = {
-    "POLICIES": "allocators", "Policy": "allocators", "make_policy": "allocators",
+    "POLICIES": "allocators", "Policy": "schedopt.policy", "make_policy": "allocators",
+    "load_policy": "allocators",
     "Allocation": "formulations", "AllocationProblem": "formulations", "allocation_violations": "formulations",
     "Model": "optim", "Result": "optim", "SolveOptions": "optim", "Status": "optim", "solve": "optim",
     "build_problem": "simulator", "example_table": "simulator", "parse_cluster": "simulator",
     "read_gavel_json": "simulator", "read_jobs_csv": "simulator", "sample_jobs": "simulator",
     "simulate": "simulator.simulate",
+    **{name: "schedopt.policy" for name in _CONTRACT},
 }
 
-__all__ = [
-    "POLICIES", "Allocation", "AllocationProblem", "Model", "Policy", "Result", "SolveOptions",
-    "Status", "allocation_violations", "build_problem", "example_table", "make_policy",
-    "parse_cluster", "read_gavel_json", "read_jobs_csv", "sample_jobs", "simulate", "solve",
-]
+__all__ = sorted(_HOME)
 
 
 def __getattr__(name: str):
     if name not in _HOME:
         raise AttributeError(f"module 'schedopt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
+    value = getattr(importlib.import_module(_HOME[name]), "load" if name == "load_policy" else name)
     globals()[name] = value
     return value
 

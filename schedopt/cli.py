@@ -12,8 +12,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from allocators import ALL_POLICIES, POLICIES, ProgramClass, UnknownPolicyError, make_policy
-from allocators.registry import SLOT_POLICIES, policy_class
+from allocators import ALL_POLICIES, ProgramClass, UnknownPolicyError, is_slot_policy, make_policy
+from allocators.registry import policy_class
 from formulations import ProblemError, allocation_violations
 from optim import Capability, OptimError, SolveOptions, all_backends, backends_with
 from simulator import (
@@ -32,11 +32,13 @@ from simulator import (
 from simulator.engine import SimulationConfig, SimulationError
 from simulator.example_table import EXAMPLE_CLUSTER, EXAMPLE_JOBS, EXAMPLE_SEED
 from simulator.files import check_out_dir, write_atomically
+from simulator.problem_files import read_problem_json
 from simulator.readers.traces import read_trace
 from simulator.reports import check_output_path, write_allocation
 from simulator.request import SimulateRequest, run_request, table_for_trace
 from simulator.simulate import EXAMPLE, default_solver
 
+from .check_command import register as register_check
 from .experiment_commands import register as register_experiments
 from .output import (
     console,
@@ -131,13 +133,18 @@ def policies() -> None:
 @app.command()
 @user_errors
 def solve(
-    policy: str = typer.Option("max_min_fairness_perf", help="Policy name (see `schedopt policies`)."),
-    solver: str = typer.Option("highs", help="highs | gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi]"),
+    policy: str | None = typer.Option(None, help=(
+        "Policy name or reference (see `schedopt policies`) [default: a counterexample's own, else "
+        "max_min_fairness_perf].")),
+    solver: str | None = typer.Option(None, help=(
+        "highs | gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi] [default: a counterexample's own, else highs]")),
     cluster: str | None = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
     jobs: int | None = typer.Option(None, help="Sample this many jobs from the throughput table."),
     seed: int = typer.Option(0, help="Seed of the job sampler."),
     multi_gpu: bool = typer.Option(False, help="Sample Gavel's 1/2/4/8-GPU scale-factor mix."),
-    problem: Path | None = typer.Option(None, help="Jobs CSV (job_type[,job_id,scale_factor,priority_weight])."),
+    problem: Path | None = typer.Option(None, help=(
+        "Jobs CSV (job_type[,job_id,scale_factor,priority_weight]), or a snapshot in JSON such as a counterexample "
+        "of `schedopt check` (replayed, its check run again).")),
     throughputs: Path | None = typer.Option(None, help="Throughput table in Gavel's JSON format."),
     prices: str | None = typer.Option(None, help="Price per GPU-hour of each type, e.g. v100=2.48,p100=1.46,k80=0.9"),
     time_limit: float | None = typer.Option(None, help="Solver time limit in seconds."),
@@ -158,12 +165,19 @@ def solve(
     if (problem is None) == (jobs is None):
         raise ValueError("give exactly one of --jobs N or --problem FILE (or use --example)")
     options = SolveOptions(time_limit=time_limit, threads=threads)
-    pol = make_policy(policy, solver, options)
-    table = read_gavel_json(throughputs) if throughputs else example_table()
-    spec = parse_cluster(cluster or DEFAULT_CLUSTER)
-    jobset = read_jobs_csv(problem, table) if problem else sample_jobs(table, jobs, seed, multi_gpu=multi_gpu)
-    snapshot = build_problem(spec, jobset, table, pairs=pol.uses_pairs,
-                             prices=parse_prices(prices, spec) if prices else None)
+    recorded: dict = {}
+    if problem is not None and problem.suffix.lower() == ".json":
+        if cluster is not None or throughputs is not None or prices is not None:
+            raise ValueError(f"--problem {problem}: a JSON snapshot brings its cluster, throughputs and prices")
+        snapshot, recorded = read_problem_json(problem)
+    policy = policy or recorded.get("policy") or "max_min_fairness_perf"
+    pol = make_policy(policy, solver or recorded.get("solver") or "highs", options)
+    if not recorded and not (problem is not None and problem.suffix.lower() == ".json"):
+        table = read_gavel_json(throughputs) if throughputs else example_table()
+        spec = parse_cluster(cluster or DEFAULT_CLUSTER)
+        jobset = read_jobs_csv(problem, table) if problem else sample_jobs(table, jobs, seed, multi_gpu=multi_gpu)
+        snapshot = build_problem(spec, jobset, table, pairs=pol.uses_pairs,
+                                 prices=parse_prices(prices, spec) if prices else None)
     allocation = pol.allocate(snapshot)
     print_allocation(allocation, show)
     violations = allocation_violations(allocation)
@@ -172,7 +186,14 @@ def solve(
     if output is not None:
         write_allocation(allocation, output)
         console.print(f"wrote {output}")
-    if violations:
+    verdict = None
+    if recorded.get("check"):
+        from schedopt.testing import replay
+
+        verdict = replay(recorded, allocation, lambda spec=None: make_policy(policy, spec or pol.solver, options))
+        console.print(f"check {recorded['check']}: " + ("holds" if verdict is None else f"fails: {verdict.message}"),
+                      highlight=False, soft_wrap=True)
+    if violations or verdict is not None:
         raise typer.Exit(1)
 
 
@@ -370,11 +391,9 @@ def run_command(
         raise ValueError("--slots is for a local Ray; the cluster at --address brings its own GPUs or slots")
     check_out_dir(out, overwrite)
     say = functools.partial(err.print, soft_wrap=True)
-    if policy not in POLICIES and policy not in SLOT_POLICIES:
-        raise UnknownPolicyError(f"unknown policy {policy!r}; known: {', '.join(sorted({*POLICIES, *SLOT_POLICIES}))}")
-    if policy in POLICIES and policy_class(policy).uses_pairs:
+    slotted = is_slot_policy(policy)
+    if not slotted and policy_class(policy).uses_pairs:
         raise ValueError(f"policy {policy!r} co-locates jobs on shared GPUs, which run does not support yet")
-    slotted = policy in SLOT_POLICIES
     solver_spec = ("highs" if slotted else default_solver(policy)) if solver == "auto" else solver
     config = SimulationConfig.from_preset(preset or "gavel", gpus_per_server=gpus_per_server,
                                           **({} if round_length is None else {"round_length": round_length}))
@@ -482,6 +501,7 @@ def _positive_ints(text: str, option: str) -> list[int]:
 
 
 register_experiments(app, user_errors)
+register_check(app, user_errors)
 
 
 def main() -> None:

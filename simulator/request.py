@@ -15,9 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from allocators import POLICIES, UnknownPolicyError
+from allocators import POLICIES, is_slot_policy
 from allocators.gavel.allox import SHOCKWAVE_ALLOX
-from allocators.registry import SLOT_POLICIES
 from allocators.round_plans import RoundPlanner
 from allocators.shockwave.config import read_shockwave_config
 from simulator import DEFAULT_CLUSTER, example_table, parse_cluster, read_gavel_json
@@ -78,7 +77,7 @@ class SimulateRequest:
     def progress_unit(self) -> str:
         """What the run's progress counts: decisions (slot clock), re-plans or solves."""
         policy = self.policy or "max_min_fairness_perf"
-        if self.deadline_trace or self.pollux or policy in SLOT_POLICIES:
+        if self.deadline_trace or self.pollux or is_slot_policy(policy):
             return "decisions"
         return "re-plans" if issubclass(POLICIES.get(policy, object), RoundPlanner) else "solves"
 
@@ -141,7 +140,7 @@ def run_request(req: SimulateRequest, progress=None, say: Callable[[str], None] 
             write_trace(workload, req.write_trace_to)
             say(f"wrote {req.write_trace_to}")
     solver = req.solver
-    if policy not in SLOT_POLICIES and solver == "auto":
+    if not is_slot_policy(policy) and solver == "auto":
         solver = default_solver(policy, config.gavel_compat)
     return simulate(workload, policy=policy, solver=solver, cluster=spec, throughputs=table, config=config,
                     prices=req.prices, progress=progress, policy_params=params, deadlines=req.deadlines,
@@ -160,12 +159,10 @@ def _deadline_run(req: SimulateRequest, fields: dict, progress):
         raise ValueError(f"a deadline trace run needs {', '.join(missing)} too")
     if req.deadlines is not None:
         raise ValueError(f"--deadlines: {req.trace} is a deadline trace and brings its own deadlines")
-    if policy not in SLOT_POLICIES and policy not in POLICIES:
-        raise UnknownPolicyError(f"unknown policy {policy!r}; known: "
-                                 f"{', '.join(sorted({*POLICIES, *SLOT_POLICIES}))}")
-    if policy in SLOT_POLICIES and req.overhead not in (None, 0):
+    slotted = is_slot_policy(policy)
+    if slotted and req.overhead not in (None, 0):
         raise ValueError(f"--overhead for {policy}: 0 (none) or leave it out (the published model)")
-    solver = req.solver if req.solver != "auto" or policy in SLOT_POLICIES else default_solver(policy)
+    solver = req.solver if req.solver != "auto" or slotted else default_solver(policy)
     return simulate_deadlines(req.trace, req.cluster_spec, req.throughput_dir, policy=policy,
                               solver="highs" if solver == "auto" else solver, slot=req.slot, preset=req.preset,
                               gpu_type=req.gpu_type, overhead=OverheadModel.none() if req.overhead == 0 else None,

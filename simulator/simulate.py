@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from allocators import ProgramClass, make_policy
-from allocators.registry import SLOT_POLICIES, make_slot_policy, policy_class
+from allocators.registry import is_slot_policy, make_slot_policy, policy_class
 from optim import SolveOptions
 from simulator.applications import read_applications
 from simulator.cluster import Cluster, parse_cluster, parse_prices
@@ -131,7 +131,7 @@ def run(
         rule = DeadlineRule.parse(deadlines, config.seed) if isinstance(deadlines, str) else deadlines
         workload = with_deadlines(workload, rule)
     notes = list(workload.notes)
-    if policy in SLOT_POLICIES:
+    if is_slot_policy(policy):
         if any(mode != "static" for mode in workload.jobs.mode):
             notes.append("batch-size adaptation (accordion / gns) is not modelled by slot policies: jobs keep "
                          "their first batch size")
