@@ -47,14 +47,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from allocators import POLICIES, Policy, ProgramClass
+from allocators import POLICIES, Policy, ProgramClass, load
 from allocators.base import FormulationPolicy
 from allocators.gavel.finish_time_fairness import FinishTimeFairness
 from allocators.gavel.max_sum_throughput import MaxSumThroughput
 from allocators.gavel.min_total_duration import MinTotalDuration
+from allocators.registry import BUILT_IN
 from allocators.round_plans import RoundPlanner
 from formulations import AllocationProblem, max_sum_throughput, min_total_duration
 from optim import CanonicalModel, LicenseLimitError, Model, OptimError, Result, SolveOptions, Status, solve
+from optim.cvxpy_bridge import CvxpyProgram
 from simulator import build_problem, parse_cluster, sample_jobs
 from simulator.files import write_atomically
 from simulator.throughputs import ThroughputTable
@@ -86,15 +88,30 @@ def _times_programs(cls: type[Policy]) -> bool:
 def bench_policies() -> list[str]:
     """What a sweep can time: every policy that solves programs built from an allocation
     snapshot, and ``POLICY:VARIANT`` for the other programs of some (see the module doc)."""
-    names = [name for name, cls in POLICIES.items() if _times_programs(cls)]
+    names = [name for name, cls in POLICIES.items() if name in BUILT_IN and _times_programs(cls)]
     variants = [f"{name}:{variant}" for name in names for family, table in VARIANTS.items()
                 if issubclass(POLICIES[name], family) for variant in table]
     return sorted(names + variants)
 
 
+def _parts(spec: str) -> tuple[str, str]:
+    """(policy, variant) of a bench name: ``POLICY:VARIANT`` for a built-in policy; anything else
+    (``module:Class``, ``file.py:Class``, a plugin) is a policy reference without variant."""
+    name, sep, variant = spec.rpartition(":")
+    return (name, variant) if sep and name in BUILT_IN else (spec, "")
+
+
+def _is_user_program(spec: str) -> bool:
+    """``spec`` is a user's policy reference whose class solves programs from a snapshot."""
+    if spec in BUILT_IN or _parts(spec)[1]:
+        return False
+    cls = load(spec)
+    return issubclass(cls, Policy) and _times_programs(cls)
+
+
 def _not_timed(name: str) -> str:
     """Why ``name`` is not a policy a sweep can time."""
-    cls = POLICIES.get(name.partition(":")[0])
+    cls = load(_parts(name)[0])
     if cls is not None and cls.program is ProgramClass.HEURISTIC:
         return f"bench: policy {name!r} is a heuristic: there is no program to time"
     if cls is not None and issubclass(cls, RoundPlanner):
@@ -105,13 +122,13 @@ def _not_timed(name: str) -> str:
 
 def policy_class(spec: str) -> type[Policy]:
     """The class behind a bench name (``POLICY`` or ``POLICY:VARIANT``)."""
-    return POLICIES[spec.partition(":")[0]]
+    return load(_parts(spec)[0])
 
 
 def is_one_program(spec: str) -> bool:
     """The bench name is a policy that solves exactly one program, timed directly."""
     cls = policy_class(spec)
-    return ":" not in spec and issubclass(cls, ONE_PROGRAM) and not cls.uses_pairs
+    return spec in BUILT_IN and issubclass(cls, ONE_PROGRAM) and not cls.uses_pairs
 
 
 def build_program(policy: str, problem) -> Model:
@@ -133,7 +150,10 @@ class _KeepsPrograms:
 
     def _solve(self, model, *args, **kwargs):
         result = super()._solve(model, *args, **kwargs)
-        self.solved.append((model.canonical() if isinstance(model, Model) else model, result))
+        if isinstance(model, CvxpyProgram):  # a cvxpy program with cones, solved by cvxpy: no model to size
+            model = model.model
+        if model is not None:
+            self.solved.append((model.canonical() if isinstance(model, Model) else model, result))
         return result
 
     def _solve_merged(self, model, *args, **kwargs):
@@ -149,8 +169,8 @@ def _keeping_programs(cls: type[Policy]) -> type[Policy]:
 
 def make_bench_policy(spec: str, backend: str, options: SolveOptions):
     """The policy of bench name ``spec`` on ``backend``, keeping the programs it solves."""
-    name, _, variant = spec.partition(":")
-    cls = POLICIES[name]
+    name, variant = _parts(spec)
+    cls = load(name)
     params = next(table[variant] for family, table in VARIANTS.items() if issubclass(cls, family)) if variant else {}
     return _keeping_programs(cls)(backend, options, **params)
 
@@ -189,7 +209,7 @@ class Sweep:
     def __post_init__(self) -> None:
         known = set(bench_policies())
         for name in self.policies:
-            if name not in known:
+            if name not in known and not _is_user_program(name):
                 raise ValueError(_not_timed(name))
         if not self.jobs or min(self.jobs) < 1:
             raise ValueError(f"bench: job counts must be >= 1, got {list(self.jobs)}")

@@ -110,24 +110,43 @@ def policies() -> None:
     """Every policy: who published it, what it plans (time shares of each type per round, or GPUs per job
     for a whole round or a slot), what it solves and the installed backends that run it (`schedopt solvers` for each).
     Every policy runs on every workload (`schedopt simulate --policy P`) but those whose column "runs on"
-    names the workloads whose jobs have what they read."""
+    names the workloads whose jobs have what they read. Installed plugins (entry-point group
+    schedopt.policies) are listed with their package and version."""
+    from allocators.plugins import plugins
+    from allocators.registry import BUILT_IN, load
+
+    from . import __version__
+
     table = Table(title="policies")
     table.add_column("policy", min_width=26, overflow="fold")
-    for col in ("system", "plans", "program", "backends", "runs on"):
+    for col in ("system", "plans", "program", "backends", "runs on", "package"):
         table.add_column(col)
+    installed = plugins()
+    rows = [(cls.system, name, cls, f"schedopt {__version__}") for name, cls in ALL_POLICIES.items() if name in BUILT_IN]
+    for name, plugin in installed.items():
+        try:
+            rows.append((load(name).system, name, load(name), f"{plugin.package} {plugin.version}"))
+        except UnknownPolicyError as exc:
+            table.add_row(name, "", "", "", "", f"[red]cannot load: {exc}[/]", f"{plugin.package} {plugin.version}")
+    for system, name, cls, package in sorted(rows, key=lambda r: (r[0], r[1])):
+        table.add_row(name, system, str(cls.plans), str(cls.program), _backends(cls),
+                      "Pollux workloads (goodput models)" if getattr(cls, "needs_goodput", False) else "every workload",
+                      package)
+    (console if console.is_terminal else Console(width=160, emoji=False)).print(table)
+
+
+def _backends(cls) -> str:
+    """The backend families that run ``cls``'s program (a convex one's route: conic or LP)."""
+    needs = cls.program.needs
+    if not needs:
+        return "none needed"
     conic = set(backends_with(frozenset({Capability.SOC})))
-    rows = [(cls.system, name, str(cls.plans), cls) for name, cls in ALL_POLICIES.items()]
-    for system, name, plans, cls in sorted(rows, key=lambda r: (r[0], r[1])):
-        needs = cls.program.needs
-        families: dict[str, list[str]] = {}
-        for b in backends_with(needs):
-            route = "" if cls.program is not ProgramClass.CONVEX else " conic" if b in conic else " LP"
-            families.setdefault(b.partition(":")[0], []).append(route)
-        listed = [f"{f}{routes[0]}" if len(routes) == 1 else f"{f} ({len(routes)} solvers)"
-                  for f, routes in families.items()]
-        table.add_row(name, system, plans, str(cls.program), ", ".join(listed) if needs else "none needed",
-                      "Pollux workloads (goodput models)" if getattr(cls, "needs_goodput", False) else "every workload")
-    console.print(table)
+    families: dict[str, list[str]] = {}
+    for b in backends_with(needs):
+        route = "" if cls.program is not ProgramClass.CONVEX else " conic" if b in conic else " LP"
+        families.setdefault(b.partition(":")[0], []).append(route)
+    return ", ".join(f"{f}{routes[0]}" if len(routes) == 1 else f"{f} ({len(routes)} solvers)"
+                     for f, routes in families.items())
 
 
 @app.command()

@@ -65,7 +65,17 @@ class Cell:
         for name in PATHS:
             if opts.get(name) is not None:
                 opts[name] = str(base / opts[name]) if not os.path.isabs(opts[name]) else opts[name]
+        if opts.get("policy") is not None:
+            opts["policy"] = policy_path(opts["policy"], base)
         return SimulateRequest(**opts)
+
+
+def policy_path(policy: str, base: Path) -> str:
+    """``policy`` with the file of a ``path/to/file.py:Class`` reference taken from ``base``."""
+    left, sep, attr = policy.rpartition(":")
+    if sep and left.endswith(".py") and not os.path.isabs(left):
+        return f"{base / left}:{attr}"
+    return policy
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,7 @@ def read_experiment(path: str | os.PathLike, data: str | os.PathLike | None = No
         axes[name] = {lab: _value(path, f"axes.{k}", v, data) for lab, v in pairs}
         if len(axes[name]) < len(values):
             raise ExperimentError(f"{path}: axes.{k}: a value repeats")
+    _check_policies(path, fixed, axes)
     sweep = head.get("sweep")
     if sweep is not None:
         sweep = ALIASES.get(sweep.replace("-", "_"), sweep.replace("-", "_"))
@@ -134,6 +145,22 @@ def read_experiment(path: str | os.PathLike, data: str | os.PathLike | None = No
                                   f"(axes: {', '.join(axes) or 'none'})")
     return Experiment(str(head.get("name", path.stem)), sweep, fixed, axes, path.parent.resolve(),
                       digest({"fixed": fixed, "axes": axes}), head.get("x_label"))
+
+
+def _check_policies(path: Path, fixed: dict, axes: dict) -> None:
+    """Every policy the experiment names resolves (a user's reference is loaded now, so a bad one
+    is reported before any cell runs)."""
+    from allocators import UnknownPolicyError, load
+
+    named = [("fixed.policy", fixed["policy"])] if "policy" in fixed else []
+    named += [("axes.policy", v) for v in axes.get("policy", {}).values()]
+    for where, policy in named:
+        if not isinstance(policy, str):
+            raise ExperimentError(f"{path}: {where}: expected a policy name, got {policy!r}")
+        try:
+            load(policy_path(policy, path.parent.resolve()))
+        except UnknownPolicyError as exc:
+            raise ExperimentError(f"{path}: {where}: {exc}") from None
 
 
 def _option(path: Path, table: str, key: str) -> str:
