@@ -153,7 +153,8 @@ def load(name: str) -> type[SchedulingPolicy]:
     """The class behind ``name``: a built-in policy (``<name>@pop<k>``: the partitioned policy's),
     a ``module:Class`` or ``file.py:Class`` reference, or an installed plugin's name. A loaded
     class is entered under ``name`` in :data:`POLICIES` or :data:`SLOT_POLICIES`. A class whose
-    ``name`` is a built-in policy's is refused: one name, one policy."""
+    ``name`` is a built-in policy's is refused: one name, one policy (a plugin whose entry point
+    is named as a built-in is never loaded: ``schedopt policies`` reports it)."""
     base = name.rpartition(POP_SUFFIX)[0] or name
     if base in ALL_POLICIES:
         return ALL_POLICIES[base]
@@ -165,9 +166,6 @@ def load(name: str) -> type[SchedulingPolicy]:
             raise UnknownPolicyError(
                 f"unknown policy {name!r}; known: {', '.join(sorted(ALL_POLICIES))} (append {POP_SUFFIX}<k> to a "
                 f"round policy to partition it into k parts; your own: package.module:Class or path/to/file.py:Class)")
-        if plugin.name in BUILT_IN:
-            raise PolicyReferenceError(f"plugin {plugin.name!r} ({plugin.package} {plugin.version}) clashes with the "
-                                       f"built-in policy of that name; rename its entry point")
         cls = load_plugin(plugin)
     if cls.name in BUILT_IN and cls.__module__.partition(".")[0] != "allocators":
         raise PolicyReferenceError(f"policy {base!r}: class {cls.__name__}'s name {cls.name!r} clashes with the "

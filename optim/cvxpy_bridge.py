@@ -148,7 +148,8 @@ def solve_native(problem: Any, spec: str, options: SolveOptions | None = None, n
     has = status in (Status.OPTIMAL, Status.FEASIBLE)
     value = float(problem.value) if has else None
     return Result(status, spec, objective=value, bound=value if status is Status.OPTIMAL else None,
-                  x=np.concatenate(values) if has and values else None, message=f"{name}: cvxpy status {problem.status}",
+                  x=np.concatenate(values) if has and values else None,
+                  message=f"{name}: cvxpy status {problem.status}",
                   timings=Timings(solve=seconds), blocks=blocks)
 
 

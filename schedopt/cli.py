@@ -122,17 +122,25 @@ def policies() -> None:
     for col in ("system", "plans", "program", "backends", "runs on", "package"):
         table.add_column(col)
     installed = plugins()
-    rows = [(cls.system, name, cls, f"schedopt {__version__}") for name, cls in ALL_POLICIES.items() if name in BUILT_IN]
+    ours = f"schedopt {__version__}"
+    rows = [(cls.system, name, cls, ours) for name, cls in ALL_POLICIES.items() if name in BUILT_IN]
+    broken = []
     for name, plugin in installed.items():
+        package = f"{plugin.package} {plugin.version}"
         try:
-            rows.append((load(name).system, name, load(name), f"{plugin.package} {plugin.version}"))
+            if name in BUILT_IN:
+                raise UnknownPolicyError(f"plugin {name!r} clashes with the built-in policy of that name; "
+                                         f"rename its entry point")
+            rows.append((load(name).system, name, load(name), package))
         except UnknownPolicyError as exc:
-            table.add_row(name, "", "", "", "", f"[red]cannot load: {exc}[/]", f"{plugin.package} {plugin.version}")
+            broken.append(f"plugin {name!r} ({package}): cannot load: {exc}")
     for system, name, cls, package in sorted(rows, key=lambda r: (r[0], r[1])):
         table.add_row(name, system, str(cls.plans), str(cls.program), _backends(cls),
                       "Pollux workloads (goodput models)" if getattr(cls, "needs_goodput", False) else "every workload",
                       package)
     (console if console.is_terminal else Console(width=160, emoji=False)).print(table)
+    for line in broken:
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _backends(cls) -> str:
