@@ -235,12 +235,16 @@ class Model:
         sense: Sense = "max",
         constant: float = 0.0,
     ) -> None:
-        """Set the linear objective ``sum_b terms[b] . x_b + constant`` and its sense."""
+        """Set the linear objective ``sum_b terms[b] . x_b + constant`` and its sense. A block's
+        coefficients broadcast to its shape, or are a flat vector over ``vec(x_b)`` (row-major,
+        as the columns of :meth:`add_rows` terms)."""
         if sense not in ("min", "max"):
             raise ModelError(f"objective sense must be 'min' or 'max', not {sense!r}")
         obj = {}
         for block, coef in terms.items():
             self._check_block(block, "objective")
+            if isinstance(coef, np.ndarray) and coef.ndim == 1 and len(block.shape) > 1 and coef.size == block.size:
+                coef = coef.reshape(block.shape)
             vec = _broadcast(coef, block.shape, f"objective coefficients of {block.name!r}")
             if not np.isfinite(vec).all():
                 raise ModelError(f"objective coefficients of {block.name!r} are not finite")

@@ -7,11 +7,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from helpers import tiny
 
 import schedopt
 from allocators import UnknownPolicyError, load, make_policy
 from allocators.registry import BUILT_IN, POLICIES
-from helpers import tiny
 
 MAX_MIN = textwrap.dedent('''
     import numpy as np

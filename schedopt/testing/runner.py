@@ -3,7 +3,8 @@
 A time-share policy (built-in or the user's) is checked on snapshots drawn by
 :func:`~schedopt.testing.strategies.problems`: invariants, determinism (two fresh policy objects
 give the same shares), solver agreement (the same objective, within each solver's tolerance, on
-every installed backend that runs its program) and the fair-division properties of
+every installed backend that runs its program; on ``examples / backends`` examples, at least 5,
+as each solves it once per backend) and the fair-division properties of
 :mod:`~schedopt.testing.properties` it claims or that are asked for. A policy planning GPU counts
 (slots) or whole rounds is checked by running it on small drawn workloads on the one engine, which
 refuses any decision that breaks the cluster's rules: every decision valid, every job ends (done,
@@ -18,7 +19,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import HealthCheck, given, seed, settings
@@ -158,6 +159,8 @@ def _check_shares(ref: str, cls: type, check: str, cfg: CheckSettings) -> Outcom
 
         def body(problem):
             return _agreement(make, backends, problem)
+
+        cfg = replace(cfg, examples=agreement_examples(cfg.examples, len(backends)))
     elif check == "invariants":
         def body(problem):
             allocation = make().allocate(problem)
@@ -194,6 +197,12 @@ def _check_shares(ref: str, cls: type, check: str, cfg: CheckSettings) -> Outcom
         return Outcome(name, check, "holds", count)
     return Outcome(name, check, "fails", count, message=record["message"],
                    counterexample={"solver": make().solver, **_counterexample(ref, check, record)})
+
+
+def agreement_examples(examples: int, backends: int) -> int:
+    """Examples solver agreement draws: each solves the program on every backend, so it draws
+    ``examples / backends`` (at least 5), keeping its solves near the other checks' count."""
+    return max(5, -(-examples // backends))
 
 
 def _agreement_backends(cls: type, cfg: CheckSettings) -> list[str]:
