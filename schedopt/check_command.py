@@ -31,11 +31,11 @@ def check(
     seed: int = typer.Option(0, help="Seed of hypothesis and of the policies."),
     solver: str = typer.Option("auto", help="The solver of the policy under test (auto: the simulator's default)."),
     backend: list[str] = typer.Option([], help=(
-        "Backends solver agreement compares (repeat) [default: every installed one that runs the program, "
+        "Backends solver agreement compares (repeat) \\[default: every installed one that runs the program, "
         "Gurobi's size-limited licence aside].")),
     out: Path = typer.Option(Path("counterexamples"), help="Folder for the counterexamples (JSON), if any."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace counterexamples already in --out."),
-    workers: int | None = typer.Option(None, help="Processes checking policies side by side [default: one per CPU]."),
+    workers: int | None = typer.Option(None, help="Processes checking policies side by side \\[default: one per CPU]."),
 ) -> None:
     """Property-based testing of policies: invariants (shares, capacity, time budgets, gangs), determinism,
     the same objective on every backend, and the fair-division properties each policy claims (or --properties

@@ -161,11 +161,11 @@ def _backends(cls) -> str:
 @user_errors
 def solve(
     policy: str | None = typer.Option(None, help=(
-        "Policy name or reference (see `schedopt policies`) [default: a counterexample's own, else "
+        "Policy name or reference (see `schedopt policies`) \\[default: a counterexample's own, else "
         "max_min_fairness_perf].")),
     solver: str | None = typer.Option(None, help=(
-        "highs | gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi] [default: a counterexample's own, else highs]")),
-    cluster: str | None = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
+        "highs | gurobi | cvxpy[:SOLVER] | pyomo[:highs|gurobi] \\[default: a counterexample's own, else highs]")),
+    cluster: str | None = typer.Option(None, help=f"GPUs per worker type \\[default: {DEFAULT_CLUSTER}]"),
     jobs: int | None = typer.Option(None, help="Sample this many jobs from the throughput table."),
     seed: int = typer.Option(0, help="Seed of the job sampler."),
     multi_gpu: bool = typer.Option(False, help="Sample Gavel's 1/2/4/8-GPU scale-factor mix."),
@@ -230,14 +230,14 @@ def bench(
     policy: list[str] = typer.Option(["max_min_fairness_perf"], help=(
         "Policy to time, or POLICY:VARIANT (repeat the option for more; `all`: every one a sweep can time).")),
     jobs: list[int] = typer.Option([64, 256, 1024, 4096], help="Job counts (repeat the option)."),
-    gpus_per_type: list[int] = typer.Option([], help="GPUs of each worker type [default: jobs / 4]."),
+    gpus_per_type: list[int] = typer.Option([], help="GPUs of each worker type \\[default: jobs / 4]."),
     worker_types: list[str] = typer.Option([], help=(
-        "Comma-separated set of worker types (repeat for more sets) [default: all in the table].")),
-    backend: list[str] = typer.Option([], help="Backends (repeat) [default: every installed one but Gurobi]."),
+        "Comma-separated set of worker types (repeat for more sets) \\[default: all in the table].")),
+    backend: list[str] = typer.Option([], help="Backends (repeat) \\[default: every installed one but Gurobi]."),
     repeat: int = typer.Option(1, help="Repetitions of each case."),
     seed: list[int] = typer.Option([0], help="Seeds of the job sampler (repeat)."),
     time_limit: float | None = typer.Option(None, help="Per-solve time limit, seconds."),
-    throughputs: Path | None = typer.Option(None, help="Gavel JSON throughput table [default: built-in]."),
+    throughputs: Path | None = typer.Option(None, help="Gavel JSON throughput table \\[default: built-in]."),
     out: Path = typer.Option(Path("bench"), help="Directory for bench.csv / .parquet / .png and machine.json."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results DIR already holds."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
@@ -295,17 +295,18 @@ def simulate_command(
         f"Built-in example: {EXAMPLE['num_jobs']} generated jobs (one every {EXAMPLE['lam']:g} s on average) "
         f"on {EXAMPLE['cluster']} with the built-in throughput table.")),
     policy: str | None = typer.Option(None, help=(
-        "Any policy of `schedopt policies`, on any trace [default: max_min_fairness_perf; elasticflow on a "
+        "Any policy of `schedopt policies`, on any trace \\[default: max_min_fairness_perf; elasticflow on a "
         "deadline trace]")),
     solver: str = typer.Option("auto", help=(
         "auto (clarabel for LP/convex, highs for MILP) | highs | clarabel | block | gurobi | cvxpy[:SOLVER] | "
         "pyomo[:highs|gurobi]")),
-    cluster: str | None = typer.Option(None, help=f"GPUs per worker type [default: {DEFAULT_CLUSTER}]"),
-    throughputs: Path | None = typer.Option(None, help="Throughput table in Gavel's JSON format [default: built-in]."),
+    cluster: str | None = typer.Option(None, help=f"GPUs per worker type \\[default: {DEFAULT_CLUSTER}]"),
+    throughputs: Path | None = typer.Option(None, help=(
+        "Throughput table in Gavel's JSON format \\[default: built-in].")),
     round_length: float | None = typer.Option(None, "--round", help=(
-        "Round length in seconds [default: 360; 120 for Shockwave traces and --policy shockwave]")),
+        "Round length in seconds \\[default: 360; 120 for Shockwave traces and --policy shockwave]")),
     reset_interval: float | None = typer.Option(None, help=(
-        "Minimum seconds between allocation recomputations [default: 1920; 1000 for Shockwave]")),
+        "Minimum seconds between allocation recomputations \\[default: 1920; 1000 for Shockwave]")),
     window: str | None = typer.Option(None, help="Measure (and stop after) jobs FIRST:END, e.g. 100:400."),
     seed: int = typer.Option(0, help=(
         "Seed of the generator, the type shuffle, randomized policies and the solver (HiGHS, Gurobi).")),
@@ -313,10 +314,10 @@ def simulate_command(
     multi_gpu: bool = typer.Option(False, help="With --generate: Gavel's 1/2/4/8-GPU scale-factor mix."),
     priority_fraction: float = typer.Option(0.0, help="With --generate: fraction of jobs with weight 5."),
     overhead: float | None = typer.Option(None, help=(
-        "Checkpoint/restore seconds charged to a job resuming after a pause [default: 0; 20 for Shockwave]")),
+        "Checkpoint/restore seconds charged to a job resuming after a pause \\[default: 0; 20 for Shockwave]")),
     max_runtime_factor: float | None = typer.Option(None, help=(
         "Complete a job once it ran this many times its isolated run time (published Shockwave: 1.5) "
-        "[default: off; 1.5 for Shockwave; 0 = off]")),
+        "\\[default: off; 1.5 for Shockwave; 0 = off]")),
     config_file: Path | None = typer.Option(None, "--config", help=(
         "Shockwave parameters (k, lambda, window, MIP gap, time limit) in the published JSON format.")),
     gpus_per_server: int = typer.Option(1, help="GPUs per server (placement and lease extension)."),
@@ -336,19 +337,19 @@ def simulate_command(
     throughput_dir: Path | None = typer.Option(None, help=(
         "Deadline runs: directory of per-model iteration tables (MODEL.csv: global_batch_size,1,2,4,...).")),
     slot: float | None = typer.Option(None, help=(
-        "Slot policies (elasticflow, edf, ...): scheduling slot in seconds [default: the preset's; 60]")),
+        "Slot policies (elasticflow, edf, ...): scheduling slot in seconds \\[default: the preset's; 60]")),
     preset: str | None = typer.Option(None, help=(
         "gavel | shockwave | elasticflow: that system's published settings for rounds (length, reset interval, "
-        "checkpoint overhead, runtime cap) and slots (length); explicit options override it [default: "
+        "checkpoint overhead, runtime cap) and slots (length); explicit options override it \\[default: "
         "shockwave for --policy shockwave and adaptive traces, else gavel; slots: elasticflow]")),
     deadlines: str | None = typer.Option(None, help=(
         "Draw deadlines for a trace without them: arrival + uniform:LO:HI x the isolated duration "
         "(ElasticFlow's rule: uniform:0.5:1.5; seeded by --seed); every policy is judged by them.")),
     gpu_type: str | None = typer.Option(None, help=(
-        "Deadline runs: A100 | T4, for ElasticFlow's published GPU caps [default: from --throughput-dir's name].")),
+        "Deadline runs: A100 | T4, for ElasticFlow's published GPU caps \\[default: from --throughput-dir's name].")),
     applications: Path | None = typer.Option(None, help=(
         "Pollux workloads: the applications' measurements (<app>/placements.csv, validation-*.csv) "
-        "[default: traces/ beside the workload's folder].")),
+        "\\[default: traces/ beside the workload's folder].")),
 ) -> None:
     """Replay a trace (Gavel, Shockwave, a Pollux workload, or with --cluster-spec and --throughput-dir an
     ElasticFlow / ITP deadline trace), or a generated workload, under any policy (see `schedopt policies`)
@@ -383,9 +384,9 @@ def run_command(
         "GPU slots of the local Ray (emulated on CPUs where there is no GPU) \\[default: the cluster's GPUs].")),
     model_size: str = typer.Option("tiny", help="tiny | small | base: the reference models standing in for the jobs."),
     round_length: float | None = typer.Option(None, "--round", help=(
-        "Round policies: round length in simulated seconds [default: the preset's; 360]")),
+        "Round policies: round length in simulated seconds \\[default: the preset's; 360]")),
     slot: float | None = typer.Option(None, help=(
-        "Slot policies (elasticflow, edf, ...): slot length in simulated seconds [default: the preset's; 60]")),
+        "Slot policies (elasticflow, edf, ...): slot length in simulated seconds \\[default: the preset's; 60]")),
     preset: str | None = typer.Option(None, help="gavel | shockwave | elasticflow (see `schedopt simulate --help`)."),
     deadlines: str | None = typer.Option(None, help=(
         "Slot policies on a trace without deadlines: arrival + uniform:LO:HI x the isolated duration.")),
@@ -473,7 +474,7 @@ def profile(
     model_size: str = typer.Option("small", help="tiny | small | base (tiny runs in milliseconds on a CPU)."),
     device: str = typer.Option("auto", help="auto (GPUs where present, else the CPU) | cpu | cuda"),
     worker_type: str | None = typer.Option(None, help=(
-        "Worker type the table names [default: cpu, or the GPU model such as h100].")),
+        "Worker type the table names \\[default: cpu, or the GPU model such as h100].")),
     steps: int = typer.Option(50, help="Timed steps per measurement, at most."),
     seconds: float = typer.Option(5.0, help="Timed seconds per measurement, about, at most."),
     warmup: int = typer.Option(3, help="Untimed steps before each measurement."),

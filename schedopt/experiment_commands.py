@@ -18,9 +18,10 @@ def register(app: typer.Typer, user_errors) -> None:
 
 
 def sweep(
-    experiment: Path = typer.Argument(..., help="Experiment file (TOML: [experiment], [fixed], [axes]; README)."),
+    experiment: Path = typer.Argument(..., help=(
+        "Experiment file (TOML: \\[experiment], \\[fixed], \\[axes]; see the docs).")),
     out: Path = typer.Option(..., help="Folder for results.csv / .parquet and each cell's run (cells/KEY/)."),
-    workers: int | None = typer.Option(None, help="Local processes [default: one per CPU]."),
+    workers: int | None = typer.Option(None, help="Local processes \\[default: one per CPU]."),
     address: str | None = typer.Option(None, help=(
         "Run the cells as Ray tasks on the cluster at ADDR (`auto`: the running one; `local`: start Ray here).")),
     data: Path | None = typer.Option(None, help="The folder `{data}` stands for in the experiment's strings."),

@@ -261,6 +261,7 @@ class Rounds:
 
     def result(self, now: float) -> SimulationResult:
         self.rec.notes.update(self.jobs.notes)
+        self.rec.notes.update(dict.fromkeys(self.policy.notes()))
         return summarize(self.w, self.policy, self.config, self.rec, now)
 
     def _admit(self, job: int, active: np.ndarray, single_row: np.ndarray, uses_pairs: bool) -> None:
