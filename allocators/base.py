@@ -132,6 +132,9 @@ class Policy(SchedulingPolicy):
     #: shuffled (seeded) order otherwise; Gavel fixes it for its ``_perf`` and packing policies
     #: (``Gandiva_Packing`` among them) and AlloX
     fixed_type_order: bool = False
+    #: the policy takes jobs of more than one GPU (``schedopt check`` draws only single-GPU jobs
+    #: for one that does not)
+    multi_gpu_jobs: bool = True
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None):
         super().__init__(solver, options)

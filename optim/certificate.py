@@ -42,14 +42,17 @@ def _side_sum(mult: np.ndarray, lo: np.ndarray, hi: np.ndarray, upper: bool) -> 
 def lp_dual_bound(model: CanonicalModel, row_duals: np.ndarray, zero_tol: float = 1e-6) -> float:
     """The weak-duality bound that ``row_duals`` prove for the LP ``model``.
 
-    Multipliers and reduced costs below ``zero_tol`` in magnitude are taken as 0: solvers
-    stop at optimality tolerances of about 1e-6 (Gurobi, HiGHS), and a reduced cost of
-    1e-7 with the wrong sign on a column without upper bound would make the bound infinite.
+    Multipliers and reduced costs below ``zero_tol`` times the objective's scale
+    (``max(1, max |c|)``) in magnitude are taken as 0: solvers stop at optimality tolerances of
+    about 1e-6 relative (Gurobi, HiGHS; interior-point ones nearer 1e-8 of the largest cost), and
+    a reduced cost of 1e-7 with the wrong sign on a column without upper bound would make the
+    bound infinite.
     """
     upper = model.sense == "max"
-    y = np.where(np.abs(row_duals) <= zero_tol, 0.0, row_duals)
+    tol = zero_tol * max(1.0, float(np.abs(model.c).max(initial=0.0)))
+    y = np.where(np.abs(row_duals) <= tol, 0.0, row_duals)
     r = model.c - transpose_times(model.A, y)
-    r = np.where(np.abs(r) <= zero_tol, 0.0, r)
+    r = np.where(np.abs(r) <= tol, 0.0, r)
     return (
         model.offset
         + _side_sum(y, model.row_lo, model.row_hi, upper)

@@ -16,7 +16,7 @@ A policy class has a ``name`` and chooses its behaviour by attributes with defau
 name: ``program`` (:class:`ProgramClass`, the solvers that can run it), ``claims`` (the
 fair-division properties ``schedopt check`` then always tests), ``uses_pairs`` (snapshots carry
 co-located pairs), ``fixed_type_order`` (round mechanisms walk types fastest first rather than
-in a seeded shuffle).
+in a seeded shuffle), ``multi_gpu_jobs`` (the policy takes jobs of more than one GPU).
 
 Wherever schedopt takes a policy name (``simulate``, ``solve``, ``bench``, ``run``, ``sweep``,
 ``check``, :func:`simulator.simulate.simulate`) it also takes ``package.module:Class``,

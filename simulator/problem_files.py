@@ -59,8 +59,9 @@ def problem_from_dict(doc: dict, source: str = "problem") -> AllocationProblem:
     pairs = doc.get("pairs")
     if pairs is not None:
         try:
-            fields["pairs"] = JobPairs(np.array(pairs["first"]), np.array(pairs["second"]),
-                                       np.array(pairs["rates"], dtype=float))
+            first = np.array(pairs["first"], dtype=np.int64)
+            rates = np.array(pairs["rates"], dtype=float).reshape(first.size, len(doc["worker_types"]), 2)
+            fields["pairs"] = JobPairs(first, np.array(pairs["second"], dtype=np.int64), rates)
         except (KeyError, TypeError, ValueError, OverflowError):
             raise ProblemFileError(f"{source}: field pairs: expected first, second and rates lists") from None
     try:

@@ -78,6 +78,7 @@ class AlloX(HeuristicPolicy):
 
     name = "allox"
     fixed_type_order = True
+    multi_gpu_jobs = False
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, alpha: float = 0.3,
                  multi_gpu: bool = False):

@@ -16,6 +16,7 @@ class Isolated(HeuristicPolicy):
     """
 
     name = "isolated"
+    claims = ("strategy_proofness",)
 
     def allocate(self, problem: AllocationProblem) -> Allocation:
         return self._allocation(problem, isolated_shares(problem))

@@ -74,6 +74,7 @@ class MaxSumThroughput(Policy):
 
 class MaxSumThroughputPerf(MaxSumThroughput):
     name = "max_sum_throughput_perf"
+    claims = ("pareto_efficiency",)
     fixed_type_order = True
     variant = "perf"
 

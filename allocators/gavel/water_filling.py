@@ -60,6 +60,7 @@ class MaxMinFairnessWaterFillingPerf(MaxMinFairnessWaterFilling):
     """Heterogeneity-aware water filling over normalized throughputs."""
 
     name = "max_min_fairness_water_filling_perf"
+    claims = ("pareto_efficiency",)
     fixed_type_order = True
     variant = "perf"
 

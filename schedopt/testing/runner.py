@@ -149,7 +149,7 @@ def _check_shares(ref: str, cls: type, check: str, cfg: CheckSettings) -> Outcom
     make = policy_factory(ref, cls, cfg.solver, cfg.seed)
     name = make().name
     pairs = bool(cls.uses_pairs)
-    strategy = problems(max_jobs=cfg.max_jobs, pairs=pairs)
+    strategy = problems(max_jobs=cfg.max_jobs, pairs=pairs, multi_gpu=cls.multi_gpu_jobs)
     if check == "solver_agreement":
         backends = _agreement_backends(cls, cfg)
         if cls.program is ProgramClass.HEURISTIC:
