@@ -157,8 +157,13 @@ def _check_shares(ref: str, cls: type, check: str, cfg: CheckSettings) -> Outcom
         if len(backends) < 2:
             return Outcome(name, check, "skipped", message=f"fewer than two backends run it ({', '.join(backends)})")
 
+        compared = list(backends)
+
         def body(problem):
-            return _agreement(make, backends, problem)
+            failure = _agreement(make, compared, problem)
+            if failure is not None:  # shrink on the pair that disagreed: a sixth of the solves
+                compared[:] = failure[1]["pair"]
+            return failure
 
         cfg = replace(cfg, examples=agreement_examples(cfg.examples, len(backends)))
     elif check == "invariants":
@@ -211,7 +216,6 @@ def _agreement_backends(cls: type, cfg: CheckSettings) -> list[str]:
     return [b for b in backends_with(cls.program.needs) if not any(name in b.lower() for name in LICENSED)]
 
 
-
 def _agreement(make, backends: list[str], problem: AllocationProblem):
     from optim import get_backend
 
@@ -230,7 +234,7 @@ def _agreement(make, backends: list[str], problem: AllocationProblem):
         rtol = FIRST_ORDER_RTOL if loose else EXACT_RTOL
         if abs(value - reference) > rtol * max(1.0, abs(reference)):
             return (f"objective {value:.9g} on {spec} against {reference:.9g} on {first}",
-                    {"objectives": values}, {"problem": problem})
+                    {"objectives": values, "pair": [first, spec]}, {"problem": problem})
     return None
 
 
