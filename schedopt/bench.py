@@ -47,11 +47,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from allocators import POLICIES, Policy, ProgramClass, load
+from allocators import POLICIES, Policy, ProgramClass, UnknownPolicyError, load
 from allocators.base import FormulationPolicy
 from allocators.gavel.finish_time_fairness import FinishTimeFairness
 from allocators.gavel.max_sum_throughput import MaxSumThroughput
 from allocators.gavel.min_total_duration import MinTotalDuration
+from allocators.plugins import PolicyReferenceError
 from allocators.registry import BUILT_IN
 from allocators.round_plans import RoundPlanner
 from formulations import AllocationProblem, max_sum_throughput, min_total_duration
@@ -105,19 +106,28 @@ def _is_user_program(spec: str) -> bool:
     """``spec`` is a user's policy reference whose class solves programs from a snapshot."""
     if spec in BUILT_IN or _parts(spec)[1]:
         return False
-    cls = load(spec)
+    try:
+        cls = load(spec)
+    except PolicyReferenceError:
+        raise  # a reference that does not load: its own one-line reason
+    except UnknownPolicyError:
+        return False
     return issubclass(cls, Policy) and _times_programs(cls)
 
 
 def _not_timed(name: str) -> str:
     """Why ``name`` is not a policy a sweep can time."""
-    cls = load(_parts(name)[0])
+    try:
+        cls = load(_parts(name)[0])
+    except UnknownPolicyError:
+        cls = None
     if cls is not None and cls.program is ProgramClass.HEURISTIC:
         return f"bench: policy {name!r} is a heuristic: there is no program to time"
     if cls is not None and issubclass(cls, RoundPlanner):
         return (f"bench: policy {name!r} plans rounds from epoch profiles, not from an allocation snapshot "
                 f"(time it on its traces: python -m benchmarks.shockwave)")
-    return f"bench: policy {name!r} cannot be timed here; choose from {', '.join(bench_policies())}"
+    return (f"bench: policy {name!r} cannot be timed here; choose from {', '.join(bench_policies())}, or your own "
+            f"(package.module:Class, path/to/file.py:Class)")
 
 
 def policy_class(spec: str) -> type[Policy]:
