@@ -4,10 +4,10 @@ pyproject declares the entry point schedopt lists; its experiments read."""
 
 import importlib.util
 import inspect
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from allocators import load
 from schedopt.experiments.spec import read_experiment

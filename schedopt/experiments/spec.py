@@ -30,10 +30,9 @@ import hashlib
 import itertools
 import json
 import os
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import tomllib
 
 from simulator.request import SimulateRequest
 
