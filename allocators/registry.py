@@ -7,8 +7,8 @@ where two systems use one name (Gandiva), the later one's carries a suffix (``ga
 
 Wherever a name is accepted, so is a reference to a user's policy (:mod:`allocators.plugins`):
 ``package.module:Class``, ``path/to/file.py:Class`` or an installed plugin's name. :func:`load`
-resolves it once and enters the class in the table of its clock under the reference itself, so
-the rest of a run reads the tables as for a built-in name."""
+resolves it once and keeps the class in :data:`LOADED` under the reference itself; the tables
+list the built-in policies only."""
 
 from __future__ import annotations
 
@@ -145,8 +145,11 @@ class _Union(Mapping[str, type]):
 
 ALL_POLICIES: Mapping[str, type[SchedulingPolicy]] = _Union(POLICIES, SLOT_POLICIES)
 
-#: the names schedopt itself ships (user references are entered in the tables beside them)
+#: the names schedopt itself ships
 BUILT_IN = frozenset(ALL_POLICIES)
+#: the user's policies resolved so far (by :func:`load`) or registered (:func:`register`), by the
+#: reference or name they were asked for; the tables above hold the built-in ones only
+LOADED: dict[str, type[SchedulingPolicy]] = {}
 
 
 def load(name: str) -> type[SchedulingPolicy]:
@@ -158,6 +161,8 @@ def load(name: str) -> type[SchedulingPolicy]:
     base = name.rpartition(POP_SUFFIX)[0] or name
     if base in ALL_POLICIES:
         return ALL_POLICIES[base]
+    if base in LOADED:
+        return LOADED[base]
     if is_reference(base):
         cls = load_reference(base)
     else:
@@ -170,7 +175,7 @@ def load(name: str) -> type[SchedulingPolicy]:
     if cls.name in BUILT_IN and cls.__module__.partition(".")[0] != "allocators":
         raise PolicyReferenceError(f"policy {base!r}: class {cls.__name__}'s name {cls.name!r} clashes with the "
                                    f"built-in policy of that name; give it another name")
-    (SLOT_POLICIES if issubclass(cls, _slot_policy()) else POLICIES)[base] = cls
+    LOADED[base] = cls
     return cls
 
 
@@ -181,21 +186,20 @@ def register(cls: type[P]) -> type[P]:
     if cls.name in BUILT_IN:
         raise PolicyReferenceError(f"register({cls.__name__}): the name {cls.name!r} is a built-in policy's; "
                                    f"give it another name")
-    (SLOT_POLICIES if issubclass(cls, _slot_policy()) else POLICIES)[cls.name] = cls
+    LOADED[cls.name] = cls
     return cls
 
 
 def is_slot_policy(name: str) -> bool:
     """Whether ``name`` (any reference :func:`load` takes) plans GPUs per slot."""
-    load(name)
-    return (name.rpartition(POP_SUFFIX)[0] or name) in SLOT_POLICIES
+    return issubclass(load(name), _slot_policy())
 
 
 def policy_class(name: str) -> type[Policy]:
     """The class behind a round policy's name or reference (for ``<name>@pop<k>``, the partitioned
     policy's)."""
     cls = load(name)
-    if (name.rpartition(POP_SUFFIX)[0] or name) in SLOT_POLICIES:
+    if issubclass(cls, _slot_policy()):
         raise UnknownPolicyError(f"policy {name!r} plans integer GPU counts per slot, not time fractions: "
                                  f"run it through simulator.simulate / simulate_deadlines")
     return cls
@@ -231,4 +235,4 @@ def make_slot_policy(name: str, solver: str = "highs", options: SolveOptions | N
     """A fresh slot policy object; ``params`` go to its constructor."""
     if not is_slot_policy(name):
         raise UnknownPolicyError(f"policy {name!r} plans time shares or whole rounds, not GPUs per slot")
-    return SLOT_POLICIES[name](solver, options, **params)
+    return load(name)(solver, options, **params)

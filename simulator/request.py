@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from allocators import POLICIES, is_slot_policy
+from allocators import is_slot_policy, load
 from allocators.gavel.allox import SHOCKWAVE_ALLOX
 from allocators.round_plans import RoundPlanner
 from allocators.shockwave.config import read_shockwave_config
@@ -79,7 +79,7 @@ class SimulateRequest:
         policy = self.policy or "max_min_fairness_perf"
         if self.deadline_trace or self.pollux or is_slot_policy(policy):
             return "decisions"
-        return "re-plans" if issubclass(POLICIES.get(policy, object), RoundPlanner) else "solves"
+        return "re-plans" if issubclass(load(policy), RoundPlanner) else "solves"
 
 
 def parse_window(text: str | None) -> tuple[int, int] | None:

@@ -11,7 +11,7 @@ from helpers import tiny
 
 import schedopt
 from allocators import UnknownPolicyError, load, make_policy
-from allocators.registry import BUILT_IN, POLICIES
+from allocators.registry import BUILT_IN, LOADED, POLICIES
 
 MAX_MIN = textwrap.dedent('''
     import numpy as np
@@ -180,7 +180,7 @@ def test_installed_plugins_load_by_entry_point_name_and_are_listed(user_file, tm
     _install_plugin(site, "plugged_max_min", "plugin_policies:MaxMin")
     monkeypatch.syspath_prepend(str(site))
     cls = load("plugged_max_min")
-    assert cls.name == "user_max_min" and "plugged_max_min" in POLICIES
+    assert cls.name == "user_max_min" and LOADED["plugged_max_min"] is cls and "plugged_max_min" not in POLICIES
     assert make_policy("plugged_max_min", "highs").allocate(PROBLEM).objective == pytest.approx(
         make_policy("max_min_fairness_perf", "highs").allocate(PROBLEM).objective)
     env = {"PYTHONPATH": str(site), "COLUMNS": "250"}
