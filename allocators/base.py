@@ -289,7 +289,7 @@ class ProgramPolicy(Policy):
         if self.uses_pairs:
             raise ProblemError(f"policy {self.name!r}: a space-sharing policy's pair columns are priced in by "
                                f"column generation over a Model's block 'x'; build must return a Model")
-        return compile_cvxpy(built, self.name) or CvxpyProgram(built, None, None, None, (), False)
+        return compile_cvxpy(built, self.name)
 
     def _solve(self, model: Model | CvxpyProgram, problem: AllocationProblem | None = None) -> Result:
         if not isinstance(model, CvxpyProgram):

@@ -45,12 +45,13 @@ def is_cvxpy_problem(obj: Any) -> bool:
 
 @dataclass
 class CvxpyProgram:
-    """A cvxpy problem and its standard form as a :class:`Model` in the problem's own sense (see the
-    module docstring): block ``"cvxpy"`` holds the continuous entries of the stacked vector,
-    ``"cvxpy_integer"`` the integer ones (``columns``: their positions in it)."""
+    """A cvxpy problem and its standard form as a :class:`Model` in the problem's own sense
+    (see the module docstring; ``model`` None: it has none, and :func:`solve_native` solves it):
+    block ``"cvxpy"`` holds the continuous entries of the stacked vector, ``"cvxpy_integer"``
+    the integer ones (``columns``: their positions in it)."""
 
     problem: Any
-    model: Model
+    model: Model | None
     chain: Any
     inverse: Any
     columns: tuple[np.ndarray, np.ndarray]
@@ -77,10 +78,10 @@ class CvxpyProgram:
         self.problem.unpack(solution)
 
 
-def compile_cvxpy(problem: Any, name: str = "cvxpy") -> CvxpyProgram | None:
-    """``problem``'s standard form as a :class:`CvxpyProgram`; None where it has cones or a
-    quadratic objective (solve it with :func:`solve_native`). A problem that breaks cvxpy's
-    rules (DCP) is a :class:`ModelError` naming ``name``."""
+def compile_cvxpy(problem: Any, name: str = "cvxpy") -> CvxpyProgram:
+    """``problem``'s standard form as a :class:`CvxpyProgram`; where it has cones or a quadratic
+    objective, a program without ``model`` (solve it with :func:`solve_native`). A problem that
+    breaks cvxpy's rules (DCP) is a :class:`ModelError` naming ``name``."""
     import cvxpy as cp
     from cvxpy.error import DCPError, SolverError
 
@@ -90,10 +91,10 @@ def compile_cvxpy(problem: Any, name: str = "cvxpy") -> CvxpyProgram | None:
     try:
         data, chain, inverse = problem.get_problem_data(cp.HIGHS)
     except (SolverError, DCPError):
-        return None
+        return _native(problem)
     dims = data["dims"]
     if (data.get("P") is not None and data["P"].nnz) or dims.soc or dims.exp or dims.psd or getattr(dims, "p3d", None):
-        return None
+        return _native(problem)
     c, A, b = np.asarray(data["c"], dtype=float), data["A"].tocsc(), np.asarray(data["b"], dtype=float)
     n, e = c.size, dims.zero
     lb = np.full(n, -np.inf) if data.get("lower_bounds") is None else np.asarray(data["lower_bounds"], dtype=float)
@@ -116,6 +117,12 @@ def compile_cvxpy(problem: Any, name: str = "cvxpy") -> CvxpyProgram | None:
                         constant=sign * offset)
     model._t0 = t0
     return CvxpyProgram(problem, model, chain, inverse, (continuous, integer), flipped)
+
+
+def _native(problem: Any) -> CvxpyProgram:
+    """A program with no linear standard form: cvxpy solves it (``model`` None)."""
+    none = np.zeros(0, dtype=np.int64)
+    return CvxpyProgram(problem, None, None, None, (none, none), False)
 
 
 def solve_native(problem: Any, spec: str, options: SolveOptions | None = None, name: str = "cvxpy") -> Result:
