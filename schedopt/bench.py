@@ -3,7 +3,10 @@
 One *case* is (policy, jobs, GPUs per type, worker types, seed, repetition); every backend
 solves it. Jobs are sampled (``simulator.sample_jobs``, the case's seed) from the table; the
 cluster has ``gpus_per_type`` GPUs of each worker type of the case's set (default: jobs / 4,
-at least one), with co-located pairs for space-sharing policies.
+at least one), with co-located pairs for space-sharing policies. Before its first timed case,
+each (policy, backend) pair solves one small instance (:data:`WARM_UP_JOBS` jobs, the sweep's
+first worker-type set and seed) untimed, so that imports, first-call compilation and caches
+are not charged to the first case.
 
 Two ways of timing, one row per (case, backend) either way:
 
@@ -23,11 +26,13 @@ status and its one-line reason, never a crash. Heuristics (no program) and the r
 planner ``shockwave`` (it plans from epoch profiles, not from an allocation snapshot) are
 not timed here.
 
-Files (:func:`write_outputs`): ``bench.csv`` and ``bench.parquet`` (one row per solve),
-``bench.png`` (median end-to-end wall time against jobs, log-log, one line per backend and
-worker-type set, one panel per policy) and ``machine.json`` (CPU model, cores, load average,
-library versions). Rows of Gurobi backends are never written (the pip license forbids
-publishing its timings).
+Files (:func:`write_outputs`): ``bench.csv`` and ``bench.parquet`` (one row per timed solve),
+``bench_summary.csv`` (:func:`summary`: medians over seeds and repetitions, and the min and max
+of the end-to-end time), ``bench.png`` (median end-to-end wall time against jobs, log-log, a band
+from min to max, one line per backend and worker-type set, one panel per policy) and
+``machine.json`` (CPU model, cores, load average, library versions; the caller adds the
+repetitions and the warm-ups, :func:`run_info`). Rows of Gurobi backends are never written (the
+pip license forbids publishing its timings).
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ COLUMNS = ("policy", "jobs", "gpus_per_type", "worker_types", "seed", "repeat", 
            "nonzeros", "integers", "status", "objective", "bound", "gap", "build_s", "translate_s", "solve_s",
            "total_wall_s", "build_cpu_s", "solve_wall_s", "solve_cpu_s", "total_cpu_s", "solver_version", "message",
            "notes")
+#: jobs of the instance each (policy, backend) pair solves untimed before its timed cases
+WARM_UP_JOBS = 8
 #: statuses that carry a solution worth plotting
 SOLVED = (str(Status.OPTIMAL), str(Status.FEASIBLE), str(Status.TIME_LIMIT))
 
@@ -239,6 +246,10 @@ class Sweep:
                 for policy in self.policies for n in self.jobs for g in self.gpus_per_type
                 for types in self.worker_types for seed in self.seeds for rep in range(self.repeat)]
 
+    def warm_up_case(self, policy: str) -> Case:
+        """The instance ``policy`` is solved on, untimed, by each backend before its timed cases."""
+        return Case(policy, WARM_UP_JOBS, max(1, WARM_UP_JOBS // 4), self.worker_types[0], self.seeds[0], 0)
+
     @property
     def num_solves(self) -> int:
         return len(self.cases()) * len(self.backends)
@@ -251,19 +262,45 @@ def _timed(fn: Callable):
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def run(sweep: Sweep, table: ThroughputTable, on_row: Callable[[dict], None] | None = None) -> Iterator[dict]:
-    """Yield one row per (case, backend), in grid order."""
+def run(sweep: Sweep, table: ThroughputTable, on_row: Callable[[dict], None] | None = None,
+        warmed: list[dict] | None = None) -> Iterator[dict]:
+    """Yield one row per (case, backend), in grid order. Each (policy, backend) pair first solves
+    :meth:`Sweep.warm_up_case` once, outside every row; ``warmed`` gets one record per warm-up."""
     options = SolveOptions(time_limit=sweep.time_limit)
+    done: set[tuple[str, str]] = set()
     for case in sweep.cases():
         problem = case.problem(table)
         timer = time_program if is_one_program(case.policy) else time_policy
         for backend in sweep.backends:
+            if (case.policy, backend) not in done:
+                done.add((case.policy, backend))
+                record = _warm_up(sweep.warm_up_case(case.policy), table, backend, options, timer)
+                if warmed is not None:
+                    warmed.append(record)
             row = {"policy": case.policy, "jobs": case.jobs, "gpus_per_type": case.gpus_per_type,
                    "worker_types": "+".join(case.worker_types), "seed": case.seed, "repeat": case.repeat,
                    "backend": backend, **timer(case.policy, problem, backend, options)}
             if on_row is not None:
                 on_row(row)
             yield row
+
+
+def _warm_up(case: Case, table: ThroughputTable, backend: str, options: SolveOptions, timer: Callable) -> dict:
+    """Solve ``case`` on ``backend`` once, for nothing but its side effects; what was solved."""
+    wall = time.perf_counter()
+    status = timer(case.policy, case.problem(table), backend, options).get("status")
+    return {"policy": case.policy, "backend": backend, "jobs": case.jobs, "gpus_per_type": case.gpus_per_type,
+            "worker_types": "+".join(case.worker_types), "seed": case.seed, "status": status,
+            "wall_s": round(time.perf_counter() - wall, 6)}
+
+
+def run_info(sweep: Sweep, warmed: list[dict]) -> dict:
+    """What ``machine.json`` says of the run besides the machine: repetitions, seeds, warm-ups (a
+    Gurobi warm-up without its time: the pip license forbids publishing it)."""
+    pairs = [{k: v for k, v in r.items() if k != "wall_s" or "gurobi" not in r["backend"].lower()} for r in warmed]
+    return {"repeat": sweep.repeat, "seeds": list(sweep.seeds),
+            "warm_up": {"untimed": "one solve per (policy, backend) before its timed cases; its time is in no row",
+                        "pairs": pairs}}
 
 
 def _refused(exc: OptimError) -> dict:
@@ -365,35 +402,43 @@ def publishable(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Median times and program counts per (policy, jobs, GPUs per type, worker types, backend)
-    over seeds and repetitions."""
+    """Per (policy, jobs, GPUs per type, worker types, backend), over seeds and repetitions
+    (``runs``): median times and program counts, and the spread of the end-to-end time
+    (``total_wall_min_s``, ``total_wall_max_s``)."""
     keys = ["policy", "jobs", "gpus_per_type", "worker_types", "backend"]
     cols = [c for c in ("programs", "build_s", "translate_s", "solve_s", "total_wall_s") if c in frame]
     groups = frame.groupby(keys, sort=False)
     agg = groups[cols].median()
+    agg["runs"] = groups.size()
+    if "total_wall_s" in frame:
+        agg["total_wall_min_s"] = groups["total_wall_s"].min()
+        agg["total_wall_max_s"] = groups["total_wall_s"].max()
     agg["status"] = groups["status"].agg(lambda s: "/".join(sorted(set(s))))
     agg["objective"] = groups["objective"].median() if "objective" in frame else np.nan
     return agg.reset_index()
 
 
 def write_outputs(frame: pd.DataFrame, info: dict, out: Path) -> list[Path]:
-    """``bench.csv``, ``bench.parquet``, ``bench.png``, ``machine.json`` in ``out`` (Gurobi rows left out)."""
+    """``bench.csv``, ``bench.parquet``, ``bench_summary.csv``, ``bench.png``, ``machine.json`` in
+    ``out`` (Gurobi rows left out)."""
     rows = publishable(frame)
     rows = rows[[c for c in COLUMNS if c in rows] + [c for c in rows if c not in COLUMNS]]
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "bench.csv", out / "bench.parquet", out / "bench.png", out / "machine.json"]
+    paths = [out / "bench.csv", out / "bench.parquet", out / "bench_summary.csv", out / "bench.png",
+             out / "machine.json"]
     write_atomically(paths[0], rows.to_csv(index=False))
     parquet = io.BytesIO()
     rows.to_parquet(parquet, index=False)
     write_atomically(paths[1], parquet.getvalue())
-    plot(rows, paths[2])
-    write_atomically(paths[3], json.dumps(info, indent=2) + "\n")
+    write_atomically(paths[2], summary(rows).to_csv(index=False))
+    plot(rows, paths[3])
+    write_atomically(paths[4], json.dumps(info, indent=2) + "\n")
     return paths
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Median end-to-end wall time against jobs, log-log, one panel per policy, one colour per
-    backend and one line style per worker-type set."""
+    """Median end-to-end wall time against jobs with a band from min to max, log-log, one panel per
+    policy, one colour per backend and one line style per worker-type set."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -411,13 +456,15 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     for ax, policy in zip(axes.flat, policies):
         part = solved[solved["policy"] == policy]
         for (backend, types), group in part.groupby(["backend", "worker_types"], sort=False):
-            med = group.groupby("jobs")["total_wall_s"].median()
-            ax.plot(med.index, med.values, marker="o", color=colours[backend], linestyle=styles[types],
+            spread = group.groupby("jobs")["total_wall_s"].agg(["median", "min", "max"])
+            ax.plot(spread.index, spread["median"], marker="o", color=colours[backend], linestyle=styles[types],
                     label=backend if len(styles) == 1 else f"{backend} {types}")
+            ax.fill_between(spread.index, spread["min"], spread["max"], color=colours[backend], alpha=0.2,
+                            linewidth=0)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("jobs")
-        ax.set_ylabel("end to end (s, wall)")
+        ax.set_ylabel("end to end (s, wall; median, min-max)")
         ax.set_title(policy, fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         if len(part):

@@ -234,7 +234,7 @@ def bench(
     worker_types: list[str] = typer.Option([], help=(
         "Comma-separated set of worker types (repeat for more sets) \\[default: all in the table].")),
     backend: list[str] = typer.Option([], help="Backends (repeat) \\[default: every installed one but Gurobi]."),
-    repeat: int = typer.Option(1, help="Repetitions of each case."),
+    repeat: int = typer.Option(5, help="Timed repetitions of each case (shown: their median and min-max)."),
     seed: list[int] = typer.Option([0], help="Seeds of the job sampler (repeat)."),
     time_limit: float | None = typer.Option(None, help="Per-solve time limit, seconds."),
     throughputs: Path | None = typer.Option(None, help="Gavel JSON throughput table \\[default: built-in]."),
@@ -243,11 +243,21 @@ def bench(
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
     """Solve time against size: every policy x job count x worker types x backend, timed build / translate /
-    solve (summed over the programs of iterated policies)."""
+    solve (summed over the programs of iterated policies), each (policy, backend) warmed up untimed first."""
     import pandas as pd
 
     from optim import available_backends, parse_spec
-    from schedopt.bench import Sweep, bench_policies, machine, publishable, run, summary, write_outputs
+    from schedopt.bench import (
+        WARM_UP_JOBS,
+        Sweep,
+        bench_policies,
+        machine,
+        publishable,
+        run,
+        run_info,
+        summary,
+        write_outputs,
+    )
 
     table = read_gavel_json(throughputs) if throughputs else example_table()
     type_sets = tuple(tuple(t.strip() for t in s.split(",")) for s in worker_types) or (tuple(table.worker_types),)
@@ -263,22 +273,26 @@ def bench(
                   time_limit=time_limit)
     check_out_dir(out, overwrite)
     info = machine()
+    warmed: list[dict] = []
     with count_bar(progress, sweep.num_solves, "bench", describe=lambda row: (
             f"{row['policy']} {row['jobs']:,} jobs {row['backend']}: {row['status']}")) as step:
-        frame = pd.DataFrame(list(run(sweep, table, on_row=step)))
-    paths = write_outputs(frame, info, out)
+        frame = pd.DataFrame(list(run(sweep, table, on_row=step, warmed=warmed)))
+    paths = write_outputs(frame, info | run_info(sweep, warmed), out)
     shown = summary(frame)
-    result = Table(title=f"milliseconds, median of {repeat * len(seed)}; {info['cpu']}, {info['cores']} cores",
+    result = Table(title=f"milliseconds, median of {repeat * len(seed)} (total: min-max), each policy and backend "
+                         f"warmed up untimed on {WARM_UP_JOBS} jobs; {info['cpu']}, {info['cores']} cores",
                    box=box.SIMPLE)
     for col in ("policy", "jobs", "GPUs/type", "types", "backend", "status", "programs", "build", "translate",
-                "solve", "total"):
+                "solve", "total", "min-max"):
         result.add_column(col, justify="left" if col in ("policy", "types", "backend", "status") else "right",
                           no_wrap=True)
     for r in shown.itertuples(index=False):
         result.add_row(r.policy, f"{r.jobs:,}", f"{r.gpus_per_type:,}", r.worker_types, r.backend, r.status,
                        f"{r.programs:g}",
                        *(f"{1e3 * getattr(r, c):,.1f}" if pd.notna(getattr(r, c, None)) else "-"
-                         for c in ("build_s", "translate_s", "solve_s", "total_wall_s")))
+                         for c in ("build_s", "translate_s", "solve_s", "total_wall_s")),
+                       f"{1e3 * r.total_wall_min_s:,.1f}-{1e3 * r.total_wall_max_s:,.1f}"
+                       if pd.notna(getattr(r, "total_wall_min_s", None)) else "-")
     (console if console.is_terminal else Console(width=200, emoji=False)).print(result)
     left_out = len(frame) - len(publishable(frame))
     console.print(f"wrote {', '.join(str(p) for p in paths)}"

@@ -88,7 +88,8 @@ def test_heuristic_round_planner_or_unknown_policy_is_a_clear_error():
 def test_cli_writes_its_files_and_never_gurobi_rows(tmp_path):
     out = tmp_path / "bench"
     backends = ["--backend", "highs"] + (["--backend", "gurobi"] if HAVE_GUROBI else [])
-    res = CliRunner().invoke(app, ["bench", "--jobs", "8", "--jobs", "600", "--policy", "min_total_duration_perf",
+    res = CliRunner().invoke(app, ["bench", "--repeat", "1", "--jobs", "8", "--jobs", "600", "--policy",
+                                   "min_total_duration_perf",
                                    "--policy", "max_min_fairness_water_filling_perf", "--worker-types", "v100,k80",
                                    "--worker-types", "p100", *backends, "--out", str(out), "--no-progress"])
     assert res.exit_code == 0, res.output
@@ -103,6 +104,47 @@ def test_cli_writes_its_files_and_never_gurobi_rows(tmp_path):
     assert info["cores"] >= 1 and "highspy" in info["libraries"]
     if HAVE_GUROBI:  # shown, not written
         assert "8 Gurobi row(s) shown above, never written" in " ".join(res.output.split())
+        assert all("wall_s" not in r for r in info["warm_up"]["pairs"] if r["backend"] == "gurobi")
+
+
+def test_each_policy_and_backend_is_warmed_up_untimed_before_its_cases(monkeypatch):
+    import schedopt.bench as bench
+
+    calls = []
+
+    def fake(policy, problem, backend, options):
+        calls.append((policy, backend, problem.num_jobs))
+        return {"status": "optimal", "total_wall_s": float(problem.num_jobs)}
+
+    monkeypatch.setattr(bench, "time_program", fake)
+    sweep = Sweep(policies=("max_min_fairness_perf", "max_sum_throughput_perf"), jobs=(16, 32),
+                  backends=("highs", "clarabel"), worker_types=(("v100", "k80"),), repeat=3)
+    warmed = []
+    rows = pd.DataFrame(list(run(sweep, example_table(), warmed=warmed)))
+    assert len(rows) == sweep.num_solves and len(calls) == sweep.num_solves + 4
+    for pair in {(p, b) for p, b, _ in calls}:
+        sizes = [n for p, b, n in calls if (p, b) == pair]
+        assert sizes == [bench.WARM_UP_JOBS] + [16] * 3 + [32] * 3, pair  # warmed once, first
+    assert set(rows["total_wall_s"]) == {16.0, 32.0}  # the warm-up is in no row
+    assert [(r["policy"], r["backend"], r["jobs"], r["worker_types"]) for r in warmed] == [
+        (p, b, bench.WARM_UP_JOBS, "v100+k80") for p in sweep.policies for b in sweep.backends]
+
+
+def test_repeats_give_a_median_and_a_spread_and_machine_json_lists_the_warm_ups(tmp_path):
+    out = tmp_path / "bench"
+    res = CliRunner().invoke(app, ["bench", "--jobs", "8", "--jobs", "16", "--backend", "highs", "--backend",
+                                   "clarabel", "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert len(pd.read_csv(out / "bench.csv")) == 2 * 2 * 5  # five repetitions by default
+    shown = pd.read_csv(out / "bench_summary.csv")
+    assert len(shown) == 2 * 2 and (shown["runs"] == 5).all()
+    assert ((shown["total_wall_min_s"] <= shown["total_wall_s"])
+            & (shown["total_wall_s"] <= shown["total_wall_max_s"])).all()
+    assert "min-max" in res.output
+    info = json.loads((out / "machine.json").read_text())
+    assert info["repeat"] == 5 and info["seeds"] == [0]
+    assert [(r["policy"], r["backend"], r["jobs"], r["status"]) for r in info["warm_up"]["pairs"]] == [
+        ("max_min_fairness_perf", "highs", 8, "optimal"), ("max_min_fairness_perf", "clarabel", 8, "optimal")]
 
 
 @pytest.mark.skipif(not HAVE_GUROBI, reason="gurobipy not installed")
