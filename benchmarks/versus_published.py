@@ -1,22 +1,35 @@
 """schedopt against the published Gavel code, side by side in one run on this machine.
 
     python -m benchmarks.versus_published --gavel DIR [--data ../shared/data] [--jobs 64 256 ...]
-        [--policies max_min_fairness_perf ...] [--solvers auto block] [--published-max-jobs 100000]
-        [--replays --gavel-python PYTHON] [--pairs 3]
+        [--kinds table distinct-over distinct-under] [--policies max_min_fairness_perf ...]
+        [--solvers auto block] [--published-max-jobs 100000] [--replays --gavel-python PYTHON] [--pairs 3]
 
 DIR is a checkout of stanford-futuredata/gavel that the user supplies (it is never copied into
 this project). Two parts:
 
-- **Policies.** Random instances drawn from ``gavel/simulation_throughputs.json`` (3 worker types, m
-  jobs of Gavel's multi-GPU mix, m / 2 GPUs of each type) go through Gavel's own policy classes
-  (``scheduler/policies``: cvxpy + ECOS, ``get_allocation``) and through ours (``make_policy(name,
-  solver).allocate``), each timed end to end (the median of ``--repeat`` calls; a solver that takes
-  the program over every job itself up to ``--unmerged-max-jobs``). Both allocations are scored with
-  the program's own objective: the max-min level ``min_i k_i thr_i(x)``, the total throughput ``Σ T
-  x``, the makespan ``max_i R_i / thr_i(x)`` (Gavel's makespan policy bisects to within 5 %, so
-  there ours may be lower), or the worst finish-time ratio ``max_i rho_i(x)`` (a first call: no
-  cumulative isolated time; every job has steps left and seconds since arrival drawn at random).
-  Gavel is run up to ``--published-max-jobs`` jobs (finish-time fairness: 16,384).
+- **Policies.** Random instances of m jobs of Gavel's multi-GPU mix (1.8-2.1 GPUs a job on
+  average) on the 3 worker types of ``gavel/simulation_throughputs.json``, of three kinds
+  (``--kinds``, :func:`instance`; every job also has steps left and seconds since arrival):
+
+  - ``table``: each job runs at its table row, weight 1, m / 2 GPUs of each type. Thousands of
+    jobs are a few dozen classes of equal jobs, which ``highs`` solves once each.
+  - ``distinct-over``: as users' clusters are: per-job measured rates (the table row times an
+    independent U(0.9, 1.1) factor per job and type, so no two jobs are equal), weights drawn
+    from {1, 2, 4}, round(m / 4) GPUs of each type: 0.75 GPUs per job (running every job's gang
+    at once would take 2.4-2.7 times the GPUs there are).
+  - ``distinct-under``: the same rates and weights on m / 2 GPUs of each type: 1.5 GPUs per job
+    (every gang at once: 1.2-1.4 times the GPUs, as ``table``).
+
+  Each goes through Gavel's own policy classes (``scheduler/policies``: cvxpy + ECOS,
+  ``get_allocation``; the weights as its ``priority_weights``: its max-min policy divides job i's
+  normalized throughput by w_i, its FTF takes them unused, its throughput and makespan policies
+  take none, all as ours) and through ours (``make_policy(name, solver).allocate``), each timed
+  end to end (the median of ``--repeat`` calls; a solver that takes the program over every job
+  itself only up to ``--unmerged-max-jobs``). Both allocations are scored with the program's own
+  objective: the max-min level ``min_i k_i thr_i(x)``, the total throughput ``Σ T x``, the
+  makespan ``max_i R_i / thr_i(x)`` (Gavel's makespan policy bisects to within 5 %, so there ours
+  may be lower), or the worst finish-time ratio ``max_i rho_i(x)`` (a first call: no cumulative
+  isolated time). Gavel is run up to ``--published-max-jobs`` jobs (finish-time fairness: 16,384).
 - **Replays** (``--replays``): the two continuous-arrival traces (``multi_lam1800`` jobs 100-299,
   ``single_lam900`` jobs 100-399, 36:36:36, ``max_min_fairness_perf``, seed 0) as whole processes:
   ``schedopt simulate --gavel-compat`` against the published
@@ -29,8 +42,8 @@ this project). Two parts:
 ``--large JOBS TYPES`` also times ours alone (HiGHS, which solves merged) on one instance of JOBS jobs
 and TYPES worker types (rates from the table's three, scaled per type; no published run).
 
-Writes ``benchmarks/results/versus_published.csv`` (policies; rows of policies and sizes not run
-this time are kept), ``..._large.csv`` and
+Writes ``benchmarks/results/versus_published.csv`` (policies, one row per kind, policy and size;
+rows not run this time are kept), ``..._large.csv`` and
 ``benchmarks/results/versus_published_replays.csv``, and prints the machine.
 """
 
@@ -39,6 +52,7 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib
+import itertools
 import json
 import os
 import re
@@ -69,6 +83,8 @@ POLICIES = {
     "finish_time_fairness_perf": ("finish_time_fairness", "FinishTimeFairnessPolicyWithPerf", "worst FTF rho"),
 }
 JOBS = (64, 256, 1024, 4096, 16384, 100_000)
+#: instance kinds (module docstring)
+KINDS = ("table", "distinct-over", "distinct-under")
 #: the most jobs Gavel's class is timed at, where less than --published-max-jobs: its finish-time
 #: fairness builds one cvxpy expression per job (17 s a call at 4,096 jobs, 2.9 s at 1,024)
 PUBLISHED_LIMIT = {"finish_time_fairness_perf": 16384}
@@ -78,14 +94,20 @@ RESULTS = Path(__file__).parent / "results"
 PACKAGES = ("schedopt", "benchmarks", "runtime_bridge", "simulator", "allocators", "formulations", "optim")
 
 
-def instance(table, jobs: int, seed: int) -> AllocationProblem:
-    """m jobs of Gavel's multi-GPU mix on m / 2 GPUs of each of the table's types."""
-    each = max(8, jobs // 2)
+def instance(table, jobs: int, seed: int, kind: str = "table") -> AllocationProblem:
+    """m jobs of Gavel's multi-GPU mix on the table's types, of ``kind`` (module docstring); the
+    kinds of one seed share the jobs' models, scale factors, steps left and arrival times."""
+    each = max(8, round(0.25 * jobs) if kind == "distinct-over" else jobs // 2)
     cluster = parse_cluster(",".join(f"{t}={each}" for t in table.worker_types))
     problem = build_problem(cluster, sample_jobs(table, jobs, seed=seed, multi_gpu=True), table)
     rng = np.random.default_rng(seed)
     steps, elapsed = rng.uniform(1e4, 1e6, jobs), rng.uniform(0.0, 1e5, jobs)
-    return AllocationProblem(**{**problem.__dict__, "remaining_steps": steps, "time_since_arrival": elapsed})
+    fields = {**problem.__dict__, "remaining_steps": steps, "time_since_arrival": elapsed}
+    if kind != "table":
+        measured = np.random.default_rng([seed, 1])
+        fields["throughputs"] = problem.throughputs * measured.uniform(0.9, 1.1, problem.throughputs.shape)
+        fields["weights"] = measured.choice([1.0, 2.0, 4.0], jobs)
+    return AllocationProblem(**fields)
 
 
 def score(policy: str, problem: AllocationProblem, x: np.ndarray) -> float:
@@ -145,17 +167,17 @@ def policy_rows(args, table) -> list[dict]:
     classes = gavel_classes(args.gavel)
     rows = []
     for policy in args.policies:
-        for jobs in args.jobs:
-            problem = instance(table, jobs, seed=jobs)
-            row = {"policy": policy, "jobs": jobs, "types": len(problem.worker_types),
-                   "objective": POLICIES[policy][2]}
+        for jobs, kind in itertools.product(args.jobs, args.kinds):
+            problem = instance(table, jobs, seed=jobs, kind=kind)
+            row = {"kind": kind, "policy": policy, "jobs": jobs, "types": len(problem.worker_types),
+                   "gpus_per_type": int(problem.capacities[0]), "objective": POLICIES[policy][2]}
             if jobs <= min(args.published_max_jobs, PUBLISHED_LIMIT.get(policy, jobs)):
                 times, x = zip(*(gavel_call(policy, classes[policy], problem) for _ in range(args.repeat)),
                                strict=True)
                 row.update(published_s=round(statistics.median(times), 6), published_value=score(policy, problem,
                                                                                                  x[-1]))
             for solver in args.solvers:
-                if jobs > args.unmerged_max_jobs and _solves_every_job(policy, solver):
+                if jobs > args.unmerged_max_jobs and _solves_every_job(policy, solver, kind):
                     continue
                 times, x = zip(*(ours_call(policy, solver, problem) for _ in range(args.repeat)), strict=True)
                 value = score(policy, problem, x[-1])
@@ -170,23 +192,26 @@ def policy_rows(args, table) -> list[dict]:
     return rows
 
 
-def _solves_every_job(policy: str, solver: str) -> bool:
+def _solves_every_job(policy: str, solver: str, kind: str) -> bool:
     """The solver takes the program over every job itself: not ``auto`` (Clarabel), not ``block``
     (it merges equal blocks or hands the model to Clarabel), not a vertex backend on a policy that
-    solves over classes."""
-    return solver not in ("auto", "block") and not make_policy(policy, solver).merges
+    solves over classes of a ``table`` instance (the distinct kinds have no two jobs equal)."""
+    return solver not in ("auto", "block") and (kind != "table" or not make_policy(policy, solver).merges)
 
 
 def _with_kept_rows(rows: list[dict], path: Path) -> list[dict]:
     """``rows`` (written after each one: a long run keeps what it did) and the rows of ``path`` for
-    policies and sizes this run did not time, in the order of ``POLICIES`` and job count."""
-    done = {(row["policy"], row["jobs"]) for row in rows}
+    kinds, policies and sizes this run did not time (a row without kind is ``table``), in the order
+    of ``POLICIES``, job count and :data:`KINDS`."""
+    done = {(row["kind"], row["policy"], row["jobs"]) for row in rows}
     kept = []
     if path.exists():
         with path.open(newline="") as f:
-            kept = [row for row in csv.DictReader(f) if (row["policy"], int(row["jobs"])) not in done]
-    merged = sorted([*rows, *kept], key=lambda row: (list(POLICIES).index(row["policy"]), int(row["jobs"])))
-    columns = list(dict.fromkeys(key for row in [*kept, *rows] for key in row))
+            kept = [{**row, "kind": row.get("kind") or "table"} for row in csv.DictReader(f)]
+        kept = [row for row in kept if (row["kind"], row["policy"], int(row["jobs"])) not in done]
+    merged = sorted([*rows, *kept], key=lambda row: (list(POLICIES).index(row["policy"]), int(row["jobs"]),
+                                                     KINDS.index(row["kind"])))
+    columns = list(dict.fromkeys(["kind", *(key for row in [*kept, *rows] for key in row)]))
     return [{key: row.get(key, "") for key in columns} for row in merged]
 
 
@@ -284,12 +309,16 @@ def main() -> None:
     parser.add_argument("--gavel", type=Path, required=True, help="a checkout of stanford-futuredata/gavel")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--jobs", type=int, nargs="+", default=list(JOBS))
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS),
+                        help="instance kinds (table: the table's rows, weight 1, m / 2 GPUs per type; distinct-over "
+                             "/ -under: per-job rates and weights on m / 4 or m / 2 GPUs per type)")
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
     parser.add_argument("--solvers", nargs="+", default=["auto", "highs", "block"])
     parser.add_argument("--published-max-jobs", type=int, default=100_000)
     parser.add_argument("--unmerged-max-jobs", type=int, default=16384,
-                        help="a solver that takes the program over every job itself (not auto, block or a "
-                             "vertex backend on a policy that solves over classes) takes minutes from 100,000 jobs")
+                        help="a solver that takes the program over every job itself (not auto or block; a vertex "
+                             "backend on the distinct kinds, or on a policy that does not solve over classes) takes "
+                             "minutes from 100,000 jobs")
     parser.add_argument("--large", type=int, nargs=2, metavar=("JOBS", "TYPES"),
                         help="also time ours alone (highs) on JOBS jobs of TYPES worker types")
     parser.add_argument("--repeat", type=int, default=3)

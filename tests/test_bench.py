@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -179,20 +180,58 @@ def test_reference_suite_covers_every_formulation_and_tables_what_solved():
     assert "| `max_min_fairness_water_filling_perf` | highs |" in text and "| 2 |" in text
 
 
+@pytest.mark.parametrize("kind", ["table", "distinct-over"])
 @pytest.mark.parametrize("policy", ["max_min_fairness_perf", "max_sum_throughput_perf", "min_total_duration_perf",
                                     "finish_time_fairness_perf"])
-def test_versus_published_scores_an_allocation_with_the_programs_own_objective(policy, shared_data):
+def test_versus_published_scores_an_allocation_with_the_programs_own_objective(policy, kind, shared_data):
     from allocators import make_policy
     from benchmarks.versus_published import instance, ours_call, score
     from simulator import read_gavel_json
 
-    problem = instance(read_gavel_json(shared_data / "gavel" / "simulation_throughputs.json"), 24, seed=24)
-    assert problem.num_jobs == 24 and (problem.capacities == 12).all()
+    problem = instance(read_gavel_json(shared_data / "gavel" / "simulation_throughputs.json"), 24, 24, kind)
+    assert problem.num_jobs == 24 and (problem.capacities == (12 if kind == "table" else 8)).all()
     _, x = ours_call(policy, "auto", problem)
     alloc = make_policy(policy, "highs").allocate(problem)
     value = score(policy, problem, x)
     assert value == pytest.approx(alloc.objective, rel=1e-6)  # clarabel's allocation, highs' objective
     assert score(policy, problem, x * 0.5) != pytest.approx(value, rel=1e-3)
+
+
+def test_versus_published_distinct_kinds_have_no_two_jobs_equal(shared_data):
+    from benchmarks.versus_published import _solves_every_job, instance
+    from formulations.classes import merge_equal_jobs
+    from simulator import read_gavel_json
+
+    table = read_gavel_json(shared_data / "gavel" / "simulation_throughputs.json")
+    base, over, under = (instance(table, 400, 7, kind) for kind in ("table", "distinct-over", "distinct-under"))
+    assert (base.capacities == 200).all() and (base.weights == 1).all() and merge_equal_jobs(base).num_jobs < 100
+    assert (over.capacities == 100).all() and (under.capacities == 200).all()
+    for problem in (over, under):
+        assert merge_equal_jobs(problem) is None
+        assert set(problem.weights) == {1.0, 2.0, 4.0}
+        assert np.array_equal(problem.scale_factors, base.scale_factors)
+        assert np.array_equal(problem.remaining_steps, base.remaining_steps)
+        ratio = problem.throughputs[base.throughputs > 0] / base.throughputs[base.throughputs > 0]
+        assert ratio.min() >= 0.9 and ratio.max() <= 1.1 and (problem.throughputs[base.throughputs == 0] == 0).all()
+    assert np.array_equal(over.throughputs, under.throughputs) and np.array_equal(over.weights, under.weights)
+    assert _solves_every_job("max_min_fairness_perf", "highs", "distinct-over")
+    assert not _solves_every_job("max_min_fairness_perf", "highs", "table")
+    assert not _solves_every_job("max_min_fairness_perf", "auto", "distinct-over")
+
+
+def test_versus_published_keeps_rows_of_other_kinds_and_reads_old_rows_as_table(tmp_path):
+    from benchmarks.rows import write_rows
+    from benchmarks.versus_published import _with_kept_rows
+
+    path = tmp_path / "versus_published.csv"
+    write_rows([{"policy": "max_min_fairness_perf", "jobs": 64, "auto_s": 1},
+                {"policy": "max_min_fairness_perf", "jobs": 256, "auto_s": 2}], path)  # written before kinds
+    new = [{"kind": kind, "policy": "max_min_fairness_perf", "jobs": 64, "auto_s": 3}
+           for kind in ("distinct-under", "table")]
+    rows = _with_kept_rows(new, path)
+    assert [(r["kind"], int(r["jobs"]), str(r["auto_s"])) for r in rows] == [
+        ("table", 64, "3"), ("distinct-under", 64, "3"), ("table", 256, "2")]
+    assert list(rows[0])[0] == "kind"
 
 
 def test_versus_published_wide_instances_keep_equal_jobs_equal(shared_data):
