@@ -35,6 +35,7 @@ import numpy as np
 
 from .canonical import CanonicalModel
 from .errors import CapabilityError
+from .block_schur import Coupling, newton_schur
 from .sparse import distinct_rows
 from .sparse import scipy_sparse as sp
 
@@ -269,6 +270,7 @@ def solve_block(lp: BlockLP, tol: float = 1e-8, max_iter: int = 100) -> BlockSol
         _Sides(lp.ly, lp.uy),
     ]
     AcT = lp.Ac.T.tocsr()
+    newton = _newton_dense if B * n + L <= DENSE_MAX else schur_newton(lp, B, n)
 
     def activity(x, y):
         return (np.einsum("brn,bn->br", lp.Ab, x) + lp.Aby @ y, lp.Ac @ x.ravel() + lp.Acy @ y, x, y)
@@ -303,7 +305,7 @@ def solve_block(lp: BlockLP, tol: float = 1e-8, max_iter: int = 100) -> BlockSol
             break
         if stalled >= STALL:
             break
-        solve = _newton_dense(lp, [g.weight() * (g.mu | g.ml) for g in groups], pad)
+        solve = newton(lp, [g.weight() * (g.mu | g.ml) for g in groups], pad)
         comps = [(g.zu * g.su, g.zl * g.sl) for g in groups]
 
         def direction(comps):
@@ -410,6 +412,12 @@ def aggregate(lp: BlockLP) -> BlockLP:
 
 #: the largest normal-equations matrix (columns) the method solves as one dense system
 DENSE_MAX = 1500
+
+
+def schur_newton(lp: BlockLP, B: int, n: int):
+    """The Newton solve of :mod:`optim.block_schur` for ``lp``, its coupling read once."""
+    coupling = Coupling.of(lp.Ac, B, n)
+    return lambda lp, weights, pad: newton_schur(lp, weights, pad, coupling)
 
 
 def _newton_dense(lp: BlockLP, weights, pad):
