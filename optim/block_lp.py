@@ -33,9 +33,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .block_schur import BlockOperator, Coupling
 from .canonical import CanonicalModel
 from .errors import CapabilityError
-from .block_schur import Coupling, newton_schur
 from .sparse import distinct_rows
 from .sparse import scipy_sparse as sp
 
@@ -269,17 +269,9 @@ def solve_block(lp: BlockLP, tol: float = 1e-8, max_iter: int = 100) -> BlockSol
         _Sides(np.where(pad, -np.inf, lp.lx), np.where(pad, np.inf, lp.ux), wb),
         _Sides(lp.ly, lp.uy),
     ]
-    AcT = lp.Ac.T.tocsr()
-    newton = _newton_dense if B * n + L <= DENSE_MAX else schur_newton(lp, B, n)
-
-    def activity(x, y):
-        return (np.einsum("brn,bn->br", lp.Ab, x) + lp.Aby @ y, lp.Ac @ x.ravel() + lp.Acy @ y, x, y)
-
-    def transpose(q):
-        qb, qc, qx, qy = q
-        gx = np.einsum("brn,br->bn", lp.Ab, qb) + (AcT @ qc).reshape(B, n) + qx
-        gy = np.einsum("brl,br->l", lp.Aby, qb) + lp.Acy.T @ qc + qy
-        return gx, gy
+    op = BlockOperator(lp, Coupling.of(lp.Ac, B, n))
+    activity, transpose = op.activity, op.transpose
+    dense = B * n + L <= DENSE_MAX
 
     for g, a in zip(groups, activity(x, y), strict=True):
         g.start(a)
@@ -305,7 +297,8 @@ def solve_block(lp: BlockLP, tol: float = 1e-8, max_iter: int = 100) -> BlockSol
             break
         if stalled >= STALL:
             break
-        solve = newton(lp, [g.weight() * (g.mu | g.ml) for g in groups], pad)
+        weights = [g.weight() * (g.mu | g.ml) for g in groups]
+        solve = _newton_dense(lp, weights, pad) if dense else op.newton(weights)
         comps = [(g.zu * g.su, g.zl * g.sl) for g in groups]
 
         def direction(comps):
@@ -414,10 +407,6 @@ def aggregate(lp: BlockLP) -> BlockLP:
 DENSE_MAX = 1500
 
 
-def schur_newton(lp: BlockLP, B: int, n: int):
-    """The Newton solve of :mod:`optim.block_schur` for ``lp``, its coupling read once."""
-    coupling = Coupling.of(lp.Ac, B, n)
-    return lambda lp, weights, pad: newton_schur(lp, weights, pad, coupling)
 
 
 def _newton_dense(lp: BlockLP, weights, pad):
