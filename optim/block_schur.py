@@ -17,21 +17,26 @@ types and the level) whose matrix is the Schur complement
     [ M - Σ C_b D_b⁻¹ C_bᵀ         Σ C_b D_b⁻¹ Aby_b - Acy ] [w_c]   [Ac Θ g_x - Σ C_b D_b⁻¹ h_b ]
     [ Acyᵀ - Σ Aby_bᵀ D_b⁻¹ C_bᵀ   Dv_y + Σ Aby_bᵀ D_b⁻¹ Aby_b] [v_y] = [g_y - Σ Aby_bᵀ D_b⁻¹ h_b   ]
 
-(``h_b = Ab_b Θ g_x``): positive definite diagonal blocks, so LU solves it. This is block
-Gaussian elimination in the order a sparse Cholesky factorization of the row-space normal
-equations takes (dense coupling rows last), so the steps are as accurate as a Cholesky-based
-interior-point method's; one step of iterative refinement on ``H`` (matrix-free) follows. Every
-sum over blocks is one pass over (blocks, R, slots) arrays or one GEMM of K x (blocks R) panels:
-O(B n R + B K R²) per step, nothing quadratic in B.
+(``h_b = Ab_b Θ g_x``): positive definite diagonal blocks, so LU solves it; one step of iterative
+refinement on ``H`` (matrix-free) follows. Every sum over blocks is one pass over (blocks, slots)
+arrays or one GEMM of K x blocks panels: O(B n R² + B K R) per step, nothing quadratic in B.
 
-Near an optimum the normal matrices' entries span 1e-10 to 1e10 and elimination in one form
-cancels: a block whose row-space contribution ``M_b - C_b D_b⁻¹ C_bᵀ`` keeps less than :data:`TAU`
-of its terms, or whose D_b is ill-conditioned, is eliminated in the primal form instead
-(``H_b = Dv_b + Ab_bᵀ Dr_b Ab_b``, n x n) where that is well conditioned. This does not yet cover
-every block: blocks with two or more interior cells and tight rows lose digits in both forms, and
-on random instances of distinct jobs the method then stalls short of 1e-8 (the ``block`` backend
-hands those to Clarabel and says so). The cancellation-free form is the projected one,
-``θ_j det(D_b without cell j) / det(D_b)`` on the diagonal by Cauchy-Binet (O(n³) per block).
+Near an optimum the weights span 1e-10 to 1e10 and this elimination cancels in two ways, each met
+by a form of its own:
+
+- a block with a cell far inside its bounds (θ_j ~ 1/μ) and tight rows: ``M_b - C_b D_b⁻¹ C_bᵀ``
+  keeps less than :data:`TAU` of its terms (or D_b is worse conditioned than :data:`COND`). Such
+  blocks take the projected form (:class:`_ProjectedBlocks`), whose every entry is a sum in which
+  the large θ_j never meets itself (Cauchy-Binet, O(n³) per block, for these blocks only);
+- a block that moves freely (two or more interior cells: P large) along directions only stiff
+  coupling rows hold (tight capacities, Dc ~ 1/μ): eliminating it before the coupling rows
+  cancels in any form, as Woodbury's ``P - P U S⁻¹ Uᵀ P`` does. Such blocks (``Σ_k Ac_kj² Dc_k
+  P_jj`` above :data:`STIFF`) are kept whole in one dense system with the coupling rows and linking
+  columns (:class:`_FreeBlocks`), factorized with pivoting as the dense method factorizes all of H.
+
+On random instances of 60-120 distinct jobs (2-10 types, max-min, throughput, makespan) every run
+then converges to 1e-8 as the dense method does (300 of 300; before the two forms, 72 of 180
+stalled). Where the free blocks exceed :data:`FREE_MAX` cells they are eliminated like the others.
 
 Coupling rows are read per cell: when every cell has one coupling entry and a block's cells have
 distinct rows (a cell per worker type), the blocks are laid out with slot k = coupling row k
@@ -49,12 +54,14 @@ from .sparse import scipy_sparse as sp
 REGULARIZATION = 1e-10
 #: the stand-in for Dr⁻¹ where a row has no finite side (its w is 0)
 NO_ROW = 1e30
-#: a block whose D-form Schur contribution cancels below this fraction of its terms, or whose D_b
-#: is worse conditioned than :data:`COND`, is eliminated in the primal form (module doc)
+#: a block whose row-space Schur contribution keeps less than this fraction of its terms, or whose
+#: D_b is worse conditioned than :data:`COND`, takes the projected form (module doc)
 TAU = 1e-3
 COND = 1e8
-#: the worst condition of a block's primal matrix H_b for it to be eliminated in the primal form
-COND_PRIMAL = 1e12
+#: a block whose free directions meet coupling rows stiffer than this (``cv² P_jj Dc``) is kept whole
+#: in the dense system (:class:`_FreeBlocks`), up to :data:`FREE_MAX` cells in all
+STIFF = 1e8
+FREE_MAX = 3000
 
 
 @dataclass
@@ -100,6 +107,23 @@ class Coupling:
             return self.values[0] * q
         ext = np.append(q, 0.0)
         return sum(a * ext[r] for r, a in zip(self.rows, self.values, strict=True))
+
+    def diagonal_per_block(self, theta: np.ndarray) -> np.ndarray:
+        """The diagonal of each block's ``Ac_b Θ Ac_bᵀ``: (B, K)."""
+        if self.aligned:
+            return self.values[0] ** 2 * theta
+        B = theta.shape[0]
+        out = np.zeros(B * self.K)
+        base = np.arange(B)[:, None] * self.K
+        for rows, values in zip(self.rows, self.values, strict=True):
+            has = rows >= 0
+            out += np.bincount((base + rows)[has], weights=(values * values * theta)[has], minlength=out.size)
+        return out.reshape(B, self.K)
+
+    def weighted_squares(self, weights: np.ndarray) -> np.ndarray:
+        """``Σ_k Ac[k, cell]² w_k`` per cell: (B, n)."""
+        ext = np.append(weights, 0.0)
+        return sum(a * a * ext[r] for r, a in zip(self.rows, self.values, strict=True))
 
     def gram(self, theta: np.ndarray) -> np.ndarray:
         """``Ac Θ Acᵀ`` (K, K)."""
@@ -208,11 +232,21 @@ def newton_schur(op: BlockOperator, weights):
     G = [sum(C[r] * Q[r][s][:, None] for r in range(R)) for s in range(R)]  # C_b D_b⁻¹, by column
     DA = [sum(Q[r][s][:, None] * Y[s] for s in range(R)) for r in range(R)]  # D_b⁻¹ Aby_b, by row
     primal = None
-    if coupling.aligned:
-        M = coupling.values[0] ** 2 * theta
-        flagged = ((M - sum(g * c for g, c in zip(G, C, strict=True))) < TAU * M).any(axis=1) | (cond > COND)
-        primal = _PrimalBlocks.of(op, np.flatnonzero(flagged), db, dx)
-    keep = np.ones(pad.shape[0], dtype=bool)
+    P_diag = np.maximum(theta - theta ** 2 * sum(A[r] * A[s] * Q[r][s][:, None] for r in range(R) for s in range(R)),
+                        0.0)  # the row-space form's P_jj, to gauge stiffness
+    M = coupling.diagonal_per_block(theta)
+    flagged = (M - sum(g * c for g, c in zip(G, C, strict=True)) < TAU * M).any(axis=1) | (cond > COND)
+    if coupling.aligned and R <= 2 and flagged.any():
+        primal = _ProjectedBlocks(op, np.flatnonzero(flagged), db, dx)
+        P_diag[primal.blocks] = np.diagonal(primal.P, axis1=1, axis2=2)
+    free = (P_diag * coupling.weighted_squares(dc)).max(axis=1) > STIFF
+    if not primal:  # without the projected form, a block that cancels is kept whole
+        free |= flagged
+    if free.sum() * pad.shape[1] > FREE_MAX:
+        free[:] = False
+    if primal and free.any():
+        primal = primal.without(free[primal.blocks])
+    keep = ~free
     if primal:
         keep[primal.blocks] = False
     S = np.zeros((K + L, K + L))
@@ -226,7 +260,8 @@ def newton_schur(op: BlockOperator, weights):
         S[K:, K:] += Yk.T @ DAk
     if primal:
         primal.add_schur(S)
-    lu = _lu(S)
+    dense = _FreeBlocks(op, np.flatnonzero(free), db, dx, S) if free.any() else None
+    lu = None if dense else _lu(S)
 
     def apply(gx, gy):
         h = [_rowsum(at * gx) for at in AT]
@@ -236,8 +271,11 @@ def newton_schur(op: BlockOperator, weights):
                               gy - sum(tr @ yr for yr, tr in zip(Y, t, strict=True))])
         if primal:
             primal.add_rhs(rhs, gx)
-        sol = _lu_solve(lu, rhs)
-        wc, vy = sol[:K], sol[K:]
+        if dense:
+            wc, vy, v_free = dense.solve(rhs, gx)
+        else:
+            sol = _lu_solve(lu, rhs)
+            wc, vy = sol[:K], sol[K:]
         u = [h[s] - C[s] @ wc + Y[s] @ vy for s in range(R)]
         vx = gx - coupling.transpose_times(wc)
         for r in range(R):
@@ -245,6 +283,8 @@ def newton_schur(op: BlockOperator, weights):
         vx *= theta
         if primal:
             primal.solve(vx, gx, wc, vy)
+        if dense:
+            vx[dense.blocks] = v_free
         return vx, vy
 
     def operator(vx, vy):
@@ -265,52 +305,127 @@ def newton_schur(op: BlockOperator, weights):
     return solve
 
 
-class _PrimalBlocks:
-    """Blocks eliminated in the primal form: ``H_b = Dv_b + Ab_bᵀ Dr_b Ab_b`` (n x n) inverted,
-    their Schur contributions ``Ac H⁻¹ Acᵀ``, ``±Ac H⁻¹ E``, ``Abyᵀ Dr Aby - Eᵀ H⁻¹ E``
-    (``E = Abᵀ Dr Aby``) added to S (aligned coupling)."""
+class _ProjectedBlocks:
+    """Blocks eliminated in the projected form, free of cancellation (aligned coupling, R ≤ 2).
 
-    def __init__(self, op: BlockOperator, blocks, db, dx, Hinv):
-        d = db[blocks]
-        A = [a[blocks] for a in op.A]
-        self.blocks, self.Hinv, self.K = blocks, Hinv, op.coupling.K
-        self.cv = op.coupling.values[0][blocks]
-        self.Y, self.d = [y[blocks] for y in op.Y], d
-        self.E = sum((d[:, r, None] * A[r])[:, :, None] * self.Y[r][:, None, :] for r in range(len(A)))  # (b, n, L)
+    Per block ``P = Θ - Θ Aᵀ D⁻¹ A Θ`` (n x n), ``u = Θ Aᵀ D⁻¹ Y`` (n x L), ``V = Yᵀ D⁻¹ Y``; the block
+    adds ``cv P cv``, ``±cv u`` and V to S, ``cv P g`` and ``-uᵀ g`` to the right side, and its
+    step is ``v = P (g - cv w_c) - u v_y``. With ``adj D = Jᵀ D J`` (J the quarter turn) and the 2-D
+    cross products ``X_ji = a_j × a_i`` (exactly 0 for i = j), ``a_jᵀ adj(D) a_k = Σ_i θ_i X_ji X_ki +
+    e0 a_j1 a_k1 + e1 a_j0 a_k0`` holds no θ_j or θ_k term, and ``P_jj = θ_j det D₋ⱼ / det D`` (D₋ⱼ:
+    without cell j) with both determinants sums of nonnegative terms (Cauchy-Binet). For R = 1 the
+    same holds with ``D = e + Σ θ_i a_i²``."""
 
-    @classmethod
-    def of(cls, op: BlockOperator, blocks, db, dx) -> _PrimalBlocks | None:
-        """The primal form of those of ``blocks`` whose ``H_b`` is better conditioned than
-        :data:`COND_PRIMAL` (None if none is)."""
-        if not blocks.size:
-            return None
+    def __init__(self, op: BlockOperator, blocks, db, dx):
+        self.blocks = blocks
         n = op.pad.shape[1]
+        theta = np.where(op.pad[blocks], 0.0, 1.0 / np.maximum(dx[blocks], REGULARIZATION))
         d = db[blocks]
-        H = sum(d[:, r, None, None] * a[blocks][:, :, None] * a[blocks][:, None, :] for r, a in enumerate(op.A))
-        H[:, np.arange(n), np.arange(n)] += np.where(op.pad[blocks], 1.0, np.maximum(dx[blocks], REGULARIZATION))
-        H[:, np.arange(n), np.arange(n)] *= 1.0 + 1e-15
-        Hinv = np.linalg.inv(H)
-        cond = np.abs(H).sum(axis=1).max(axis=1) * np.abs(Hinv).sum(axis=1).max(axis=1)
-        good = np.isfinite(cond) & (cond < COND_PRIMAL)
-        return cls(op, blocks[good], db, dx, Hinv[good]) if good.any() else None
+        e = np.divide(1.0, d, out=np.full(d.shape, NO_ROW), where=d > 0)
+        A = [a[blocks] for a in op.A]
+        Y = np.stack([y[blocks] for y in op.Y], axis=1)  # (b, R, L)
+        self.cv = op.coupling.values[0][blocks]
+        off = ~np.eye(n, dtype=bool)
+        if len(A) == 1:
+            a = A[0]
+            t = theta * a * a
+            det = e[:, 0] + t.sum(axis=1)
+            without = e[:, 0, None] + t @ off.astype(float)  # e + Σ_{i≠j} θ_i a_i²
+            N = a[:, :, None] * a[:, None, :]
+            M = a[:, :, None] * Y[:, 0, None, :]  # a_j y
+            V = np.einsum("bl,bm->blm", Y[:, 0], Y[:, 0])
+        else:
+            a0, a1 = A
+            X = a0[:, :, None] * a1[:, None, :] - a1[:, :, None] * a0[:, None, :]  # X_ji = a_j × a_i
+            W = theta[:, :, None] * theta[:, None, :] * X * X
+            e0, e1 = e[:, 0, None], e[:, 1, None]
+            s0, s1 = theta * a0 * a0, theta * a1 * a1
+            det = e0[:, 0] * e1[:, 0] + e0[:, 0] * s1.sum(axis=1) + e1[:, 0] * s0.sum(axis=1) + 0.5 * W.sum(axis=(1, 2))
+            without = np.empty_like(theta)
+            for j in range(n):
+                keep = off[j].astype(float)
+                without[:, j] = (e0[:, 0] * e1[:, 0] + e0[:, 0] * (s1 @ keep) + e1[:, 0] * (s0 @ keep)
+                                 + 0.5 * np.einsum("bik,i,k->b", W, keep, keep))
+            N = np.einsum("bji,bi,bki->bjk", X, theta, X) + e0[:, :, None] * a1[:, :, None] * a1[:, None, :] + \
+                e1[:, :, None] * a0[:, :, None] * a0[:, None, :]
+            Z = Y[:, 0, None, :] * a1[:, :, None] - Y[:, 1, None, :] * a0[:, :, None]  # (y × a_i), (b, n, L)
+            M = np.einsum("bji,bi,bil->bjl", X, theta, Z) + e0[:, :, None] * a1[:, :, None] * Y[:, 1, None, :] + \
+                e1[:, :, None] * a0[:, :, None] * Y[:, 0, None, :]
+            V = np.einsum("bil,bi,bim->blm", Z, theta, Z) + e0[:, :, None] * Y[:, 1, :, None] * Y[:, 1, None, :] + \
+                e1[:, :, None] * Y[:, 0, :, None] * Y[:, 0, None, :]
+        det = det[:, None, None]
+        self.P = -theta[:, :, None] * theta[:, None, :] * N / det
+        self.P[:, np.arange(n), np.arange(n)] = theta * without / det[:, :, 0]
+        self.u = theta[:, :, None] * M / det
+        self.V = V / det
+
+    def without(self, drop: np.ndarray) -> _ProjectedBlocks | None:
+        """These blocks less those where ``drop``; None if none is left."""
+        if drop.all():
+            return None
+        out = object.__new__(_ProjectedBlocks)
+        out.blocks, out.cv, out.P, out.u, out.V = (self.blocks[~drop], self.cv[~drop], self.P[~drop], self.u[~drop],
+                                                   self.V[~drop])
+        return out
 
     def add_schur(self, S):
-        K = self.K
-        HE = np.einsum("bnm,bml->bnl", self.Hinv, self.E)
-        S[:K, :K] += np.einsum("bn,bnm,bm->nm", self.cv, self.Hinv, self.cv)
-        S[:K, K:] += np.einsum("bn,bnl->nl", self.cv, HE)
-        S[K:, :K] -= np.einsum("bnl,bn->ln", HE, self.cv)
-        S[K:, K:] += sum((y * self.d[:, r, None]).T @ y for r, y in enumerate(self.Y)) - \
-            np.einsum("bnl,bnm->lm", self.E, HE)
+        K = self.cv.shape[1]
+        S[:K, :K] += np.einsum("bn,bnm,bm->nm", self.cv, self.P, self.cv)
+        S[:K, K:] += np.einsum("bn,bnl->nl", self.cv, self.u)
+        S[K:, :K] -= np.einsum("bnl,bn->ln", self.u, self.cv)
+        S[K:, K:] += self.V.sum(axis=0)
 
     def add_rhs(self, rhs, gx):
         K = self.cv.shape[1]
-        self.Hg = np.einsum("bnm,bm->bn", self.Hinv, gx[self.blocks])
-        rhs[:K] += np.ones(self.Hg.shape[0]) @ (self.cv * self.Hg)
-        rhs[K:] -= np.einsum("bnl,bn->l", self.E, self.Hg)
+        g = gx[self.blocks]
+        rhs[:K] += np.einsum("bn,bnm,bm->n", self.cv, self.P, g)
+        rhs[K:] -= np.einsum("bnl,bn->l", self.u, g)
 
     def solve(self, vx, gx, wc, vy):
-        vx[self.blocks] = np.einsum("bnm,bm->bn", self.Hinv, gx[self.blocks] - self.cv * wc[None, :] - self.E @ vy)
+        g = gx[self.blocks] - self.cv * wc[None, :]
+        vx[self.blocks] = np.einsum("bnm,bm->bn", self.P, g) - self.u @ vy
+
+
+class _FreeBlocks:
+    """Blocks kept whole: where a block moves freely (``P`` large) along directions only stiff
+    coupling rows hold (``Σ_k Ac_kj² Dc_k P_jj`` above :data:`STIFF`), eliminating it first cancels whatever
+    its form. Their cells join the coupling rows' duals and the linking columns in one dense system,
+    factorized by LU with partial pivoting, as the dense method factorizes all of H:
+
+        [ H_F     U_F   E_F ] [v_F]   [g_F  ]     H_b = Dv_b + Ab_bᵀ Dr_b Ab_b,  E_b = Ab_bᵀ Dr_b Aby_b
+        [-U_Fᵀ    S_cc  S_cy] [w_c] = [rhs_c]     (S and the right side: the other blocks' Schur
+        [ E_Fᵀ    S_yc  S_yy] [v_y]   [rhs_y]      complement, plus Σ_F Aby_bᵀ Dr_b Aby_b in S_yy)"""
+
+    def __init__(self, op: BlockOperator, blocks, db, dx, S):
+        n, K, L = op.pad.shape[1], op.coupling.K, S.shape[0] - op.coupling.K
+        F = blocks.size
+        self.blocks, self.n, self.K = blocks, n, K
+        d = db[blocks]
+        A = [a[blocks] for a in op.A]
+        Y = [y[blocks] for y in op.Y]
+        H = sum(d[:, r, None, None] * A[r][:, :, None] * A[r][:, None, :] for r in range(len(A)))
+        H[:, np.arange(n), np.arange(n)] += np.where(op.pad[blocks], 1.0, dx[blocks])
+        N = F * n
+        Z = np.zeros((N + K + L, N + K + L))
+        index = np.arange(F)[:, None] * n + np.arange(n)[None, :]
+        Z[index[:, :, None], index[:, None, :]] = H
+        for row, value in zip(op.coupling.rows, op.coupling.values, strict=True):
+            has = (row[blocks] >= 0).ravel()
+            cells, coupled = index.ravel()[has], N + row[blocks].ravel()[has]
+            Z[cells, coupled] = value[blocks].ravel()[has]
+            Z[coupled, cells] = -value[blocks].ravel()[has]
+        E = sum((d[:, r, None] * A[r])[:, :, None] * Y[r][:, None, :] for r in range(len(A)))  # (F, n, L)
+        Z[:N, N + K:] = E.reshape(N, L)
+        Z[N + K:, :N] = E.reshape(N, L).T
+        Z[N:, N:] = S
+        Z[N + K:, N + K:] += sum((Y[r] * d[:, r, None]).T @ Y[r] for r in range(len(A)))
+        self.lu = _lu(Z)
+
+    def solve(self, rhs, gx):
+        """``(w_c, v_y, v_F)`` for the other blocks' right side ``rhs`` and ``gx``."""
+        sol = _lu_solve(self.lu, np.concatenate([gx[self.blocks].ravel(), rhs]))
+        N = self.blocks.size * self.n
+        return sol[N:N + self.K], sol[N + self.K:], sol[:N].reshape(self.blocks.size, self.n)
 
 
 def _det(D, A, theta, rinv):
