@@ -188,7 +188,7 @@ def block_structure(model: CanonicalModel) -> BlockLP:
 class _Sides:
     """One group of inequalities ``lo ≤ a ≤ hi`` (arrays of one shape): masks of the finite
     sides, slacks ``su = hi - a``, ``sl = a - lo`` and duals ``zu``, ``zl`` (1 and 0 where a side is
-    absent)."""
+    absent; a side absent everywhere is the scalars 1 and 0 and costs nothing)."""
 
     lo: np.ndarray
     hi: np.ndarray
@@ -196,27 +196,45 @@ class _Sides:
 
     def __post_init__(self):
         self.mu, self.ml = np.isfinite(self.hi), np.isfinite(self.lo)
+        self.has_u, self.has_l = bool(self.mu.any()), bool(self.ml.any())
+        self.all_u, self.all_l = bool(self.mu.all()), bool(self.ml.all())
         self.hi_, self.lo_ = np.where(self.mu, self.hi, 0.0), np.where(self.ml, self.lo, 0.0)
         self.wu, self.wl = self.mu * self.w, self.ml * self.w
 
     def start(self, a: np.ndarray) -> None:
-        self.su = np.where(self.mu, np.maximum(self.hi_ - a, 1.0), 1.0)
-        self.sl = np.where(self.ml, np.maximum(a - self.lo_, 1.0), 1.0)
-        self.zu, self.zl = self.wu * 1.0, self.wl * 1.0
+        self.su = np.where(self.mu, np.maximum(self.hi_ - a, 1.0), 1.0) if self.has_u else 1.0
+        self.sl = np.where(self.ml, np.maximum(a - self.lo_, 1.0), 1.0) if self.has_l else 1.0
+        self.zu = self.wu * 1.0 if self.has_u else 0.0
+        self.zl = self.wl * 1.0 if self.has_l else 0.0
+
+    def upper(self, v):
+        """``v`` where the upper side is finite, 0 elsewhere."""
+        return v if self.all_u else self.mu * v
+
+    def lower(self, v):
+        return v if self.all_l else self.ml * v
 
     def residual(self, a):
         """Primal residuals of both sides (0 where absent)."""
-        return self.mu * (a + self.su - self.hi_), self.ml * (-a + self.sl + self.lo_)
+        ru = self.upper(a + self.su - self.hi_) if self.has_u else 0.0
+        rl = self.lower(-a + self.sl + self.lo_) if self.has_l else 0.0
+        return ru, rl
 
     def weight(self):
-        return self.zu / self.su + self.zl / self.sl
+        return (self.zu / self.su if self.has_u else 0.0) + (self.zl / self.sl if self.has_l else 0.0)
 
     def dual(self):
         """The side duals' net effect on the dual residual: ``zu - zl``."""
         return self.zu - self.zl
 
+    def total(self, vu, vl) -> float:
+        """The sum of ``vu`` over the finite upper sides and ``vl`` over the finite lower ones."""
+        up = (np.sum(vu) if self.all_u else np.sum(vu * self.mu)) if self.has_u else 0.0
+        low = (np.sum(vl) if self.all_l else np.sum(vl * self.ml)) if self.has_l else 0.0
+        return float(up + low)
+
     def complementarity(self):
-        return (self.zu * self.su)[self.mu].sum() + (self.zl * self.sl)[self.ml].sum()
+        return self.total(self.zu * self.su, self.zl * self.sl)
 
     def count(self) -> float:
         """The sides' total barrier weight."""
@@ -224,15 +242,47 @@ class _Sides:
 
     def rhs(self, ru, rl, cu, cl):
         """``(r_c - z r_p) / s`` for the upper side less the lower side's."""
-        return self.mu * (cu - self.zu * ru) / self.su - self.ml * (cl - self.zl * rl) / self.sl
+        up = self.upper((cu - self.zu * ru) / self.su) if self.has_u else 0.0
+        low = self.lower((cl - self.zl * rl) / self.sl) if self.has_l else 0.0
+        return up - low
 
     def step(self, da, ru, rl, cu, cl):
         """Slack and dual directions for an activity change ``da``."""
-        dsu, dsl = self.mu * (-ru - da), self.ml * (-rl + da)
-        return dsu, dsl, self.mu * (-cu - self.zu * dsu) / self.su, self.ml * (-cl - self.zl * dsl) / self.sl
+        dsu = self.upper(-ru - da) if self.has_u else 0.0
+        dsl = self.lower(-rl + da) if self.has_l else 0.0
+        dzu = self.upper((-cu - self.zu * dsu) / self.su) if self.has_u else 0.0
+        dzl = self.lower((-cl - self.zl * dsl) / self.sl) if self.has_l else 0.0
+        return dsu, dsl, dzu, dzl
+
+    def move(self, ap, ad, dsu, dsl, dzu, dzl) -> None:
+        """Slacks and duals after steps ``ap`` (primal) and ``ad`` (dual)."""
+        if self.has_u:
+            self.su = np.where(self.mu, self.su + ap * dsu, 1.0) if not self.all_u else self.su + ap * dsu
+            self.zu = np.where(self.mu, self.zu + ad * dzu, 0.0) if not self.all_u else self.zu + ad * dzu
+        if self.has_l:
+            self.sl = np.where(self.ml, self.sl + ap * dsl, 1.0) if not self.all_l else self.sl + ap * dsl
+            self.zl = np.where(self.ml, self.zl + ad * dzl, 0.0) if not self.all_l else self.zl + ad * dzl
+
+    def lengths(self, dsu, dsl, dzu, dzl) -> tuple[float, float]:
+        """The largest primal and dual steps in [0, 1] keeping this group's slacks and duals positive."""
+        ap = ad = 1.0
+        for has, s, z, ds, dz in ((self.has_u, self.su, self.zu, dsu, dzu), (self.has_l, self.sl, self.zl, dsl, dzl)):
+            if not has:
+                continue
+            ap = min(ap, _ratio(s, ds))
+            ad = min(ad, _ratio(z, dz))
+        return ap, ad
 
     def dual_objective(self) -> float:
-        return float(-(self.zu * self.hi_)[self.mu].sum() + (self.zl * self.lo_)[self.ml].sum())
+        return self.total(-self.zu * self.hi_, self.zl * self.lo_)
+
+
+def _ratio(v: np.ndarray, dv) -> float:
+    """``min(-v / dv)`` over ``dv < 0`` (1 where none)."""
+    dv = np.asarray(dv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(dv < 0, -v / dv, np.inf)
+    return float(min(1.0, r.min(initial=np.inf)))
 
 
 @dataclass
@@ -271,7 +321,7 @@ def solve_block(lp: BlockLP, tol: float = 1e-8, max_iter: int = 100) -> BlockSol
     ]
     op = BlockOperator(lp, Coupling.of(lp.Ac, B, n))
     activity, transpose = op.activity, op.transpose
-    dense = B * n + L <= DENSE_MAX
+    dense = lp.classes is not None and B * n + L <= DENSE_MAX
 
     for g, a in zip(groups, activity(x, y), strict=True):
         g.start(a)
@@ -314,7 +364,7 @@ def solve_block(lp: BlockLP, tol: float = 1e-8, max_iter: int = 100) -> BlockSol
         vx, vy, steps = direction(comps)
         ap, ad = _lengths(groups, steps)
         gap_aff = sum(
-            (((g.zu + ad * dzu) * (g.su + ap * dsu))[g.mu].sum() + ((g.zl + ad * dzl) * (g.sl + ap * dsl))[g.ml].sum())
+            g.total((g.zu + ad * dzu) * (g.su + ap * dsu), (g.zl + ad * dzl) * (g.sl + ap * dsl))
             for g, (dsu, dsl, dzu, dzl) in zip(groups, steps, strict=True)
         ) / max(total, 1)
         sigma = (gap_aff / mu) ** 3 if mu > 0 else 0.0
@@ -327,9 +377,8 @@ def solve_block(lp: BlockLP, tol: float = 1e-8, max_iter: int = 100) -> BlockSol
         ap, ad = min(1.0, 0.99 * ap), min(1.0, 0.99 * ad)
         stalled = stalled + 1 if max(ap, ad) < 1e-3 else 0
         x, y = x + ap * vx, y + ap * vy
-        for g, (dsu, dsl, dzu, dzl) in zip(groups, steps, strict=True):
-            g.su, g.sl = np.where(g.mu, g.su + ap * dsu, 1.0), np.where(g.ml, g.sl + ap * dsl, 1.0)
-            g.zu, g.zl = np.where(g.mu, g.zu + ad * dzu, 0.0), np.where(g.ml, g.zl + ad * dzl, 0.0)
+        for g, step in zip(groups, steps, strict=True):
+            g.move(ap, ad, *step)
     _, x, y, pobj, dobj, rp, rd, yb, yc = best
     duals = np.zeros(lp.num_rows)
     rows_b = lp.row_b if lp.classes is None else lp.original_row_b
@@ -353,15 +402,9 @@ def solve_block(lp: BlockLP, tol: float = 1e-8, max_iter: int = 100) -> BlockSol
 def _lengths(groups, steps) -> tuple[float, float]:
     """The largest primal and dual steps in [0, 1] keeping slacks and duals positive."""
     ap = ad = 1.0
-    for g, (dsu, dsl, dzu, dzl) in zip(groups, steps, strict=True):
-        for s, d, m in ((g.su, dsu, g.mu), (g.sl, dsl, g.ml)):
-            neg = m & (d < 0)
-            if neg.any():
-                ap = min(ap, float((-s[neg] / d[neg]).min()))
-        for z, d, m in ((g.zu, dzu, g.mu), (g.zl, dzl, g.ml)):
-            neg = m & (d < 0)
-            if neg.any():
-                ad = min(ad, float((-z[neg] / d[neg]).min()))
+    for g, step in zip(groups, steps, strict=True):
+        gp, gd = g.lengths(*step)
+        ap, ad = min(ap, gp), min(ad, gd)
     return ap, ad
 
 
