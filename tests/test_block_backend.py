@@ -49,13 +49,36 @@ def test_a_model_without_blocks_is_solved_by_clarabel_and_says_so():
     assert any("not block-angular" in note and "solved by clarabel" in note for note in res.notes)
 
 
-def test_a_model_merging_does_not_shrink_is_solved_over_every_block():
-    # 40 jobs of distinct rates: 121 columns, no equal blocks
+def test_a_model_merging_does_not_shrink_is_solved_by_clarabel_below_the_eliminating_size_and_says_so():
+    # 40 jobs of distinct rates: 121 columns, no equal blocks (tests/test_block_schur.py solves such
+    # models with the eliminating steps)
     rng = np.random.default_rng(1)
     problem = AllocationProblem(worker_types=("a", "b", "c"), capacities=np.array([8.0, 8.0, 8.0]),
                                 job_ids=np.arange(40), job_types=tuple(f"j{i}" for i in range(40)),
                                 scale_factors=np.ones(40), weights=np.ones(40), throughputs=rng.uniform(1, 9, (40, 3)))
     canon = max_min_fairness.build(problem, "perf").canonical()
     res = solve(canon, "block")
-    assert res.backend == "block" and "40 blocks" in res.message and not res.notes
+    assert res.backend == "clarabel" and any("Clarabel is faster below" in note for note in res.notes)
+    assert res.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-7)
+
+
+def test_auto_hands_small_models_to_clarabel_unchanged_and_large_distinct_ones_to_the_block_method():
+    from simulator.simulate import default_solver
+
+    assert default_solver("max_min_fairness_perf") == "block:auto"
+    assert default_solver("finish_time_fairness_perf") == "clarabel"
+    rng = np.random.default_rng(2)
+    small = AllocationProblem(worker_types=("a", "b", "c"), capacities=np.array([8.0, 8.0, 8.0]),
+                              job_ids=np.arange(40), job_types=tuple(f"j{i}" for i in range(40)),
+                              scale_factors=np.ones(40), weights=np.ones(40), throughputs=rng.uniform(1, 9, (40, 3)))
+    canon = max_min_fairness.build(small, "perf").canonical()
+    auto, clarabel = solve(canon, "block:auto"), solve(canon, "clarabel")
+    assert auto.backend == "clarabel" and not auto.notes and np.array_equal(auto.x, clarabel.x)
+    m = 4200
+    large = AllocationProblem(worker_types=("a", "b", "c"), capacities=np.full(3, m / 4), job_ids=np.arange(m),
+                              job_types=tuple(f"j{i}" for i in range(m)), scale_factors=rng.choice([1, 2, 4], m),
+                              weights=rng.choice([1.0, 2.0, 4.0], m), throughputs=rng.uniform(1, 9, (m, 3)))
+    canon = max_min_fairness.build(large, "perf").canonical()
+    res = solve(canon, "block:auto")
+    assert res.backend == "block:auto" and f"{m} blocks" in res.message
     assert res.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-7)

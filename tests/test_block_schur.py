@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formulations import AllocationProblem, max_min_fairness, max_sum_throughput, min_total_duration
-from optim import Model, Status, block_lp, solve
+from optim import Model, Status, solve
+from optim.backends import block as block_backend
 from optim.block_lp import block_structure, solve_block
 from optim.block_schur import BlockOperator, Coupling, aligned
 
@@ -46,7 +47,7 @@ def distinct_jobs(draw):
 
 def eliminating(canon):
     """``canon`` solved by the block method with every Newton step eliminating the blocks."""
-    with mock.patch.object(block_lp, "DENSE_MAX", 0):
+    with mock.patch.object(block_backend, "ELIMINATE_MIN_BLOCKS", 0):
         return solve(canon, "block")
 
 

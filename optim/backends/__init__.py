@@ -39,8 +39,8 @@ def parse_spec(spec: str) -> Backend:
         return GurobiBackend()
     if family == "clarabel" and not inner:
         return ClarabelBackend()
-    if family == "block" and not inner:
-        return BlockBackend()
+    if family == "block" and inner.lower() in ("", "auto"):
+        return BlockBackend(auto=bool(inner))
     if family == "ecos" and not inner:
         return EcosBackend()
     if family == "cvxpy":
