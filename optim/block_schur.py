@@ -62,6 +62,8 @@ COND = 1e8
 #: in the dense system (:class:`_FreeBlocks`), up to :data:`FREE_MAX` cells in all
 STIFF = 1e8
 FREE_MAX = 3000
+#: a step whose residual on H is within this fraction of the right side is not refined
+REFINE = 1e-13
 
 
 @dataclass
@@ -232,14 +234,18 @@ def newton_schur(op: BlockOperator, weights):
     G = [sum(C[r] * Q[r][s][:, None] for r in range(R)) for s in range(R)]  # C_b D_b⁻¹, by column
     DA = [sum(Q[r][s][:, None] * Y[s] for s in range(R)) for r in range(R)]  # D_b⁻¹ Aby_b, by row
     primal = None
-    P_diag = np.maximum(theta - theta ** 2 * sum(A[r] * A[s] * Q[r][s][:, None] for r in range(R) for s in range(R)),
-                        0.0)  # the row-space form's P_jj, to gauge stiffness
     M = coupling.diagonal_per_block(theta)
     flagged = (M - sum(g * c for g, c in zip(G, C, strict=True)) < TAU * M).any(axis=1) | (cond > COND)
     if coupling.aligned and R <= 2 and flagged.any():
         primal = _ProjectedBlocks(op, np.flatnonzero(flagged), db, dx)
-        P_diag[primal.blocks] = np.diagonal(primal.P, axis1=1, axis2=2)
-    free = (P_diag * coupling.weighted_squares(dc)).max(axis=1) > STIFF
+    stiffness = coupling.weighted_squares(dc)
+    free = np.zeros(pad.shape[0], dtype=bool)
+    if (theta * stiffness).max(initial=0.0) > STIFF:  # P_jj ≤ θ_j: else no block can be free
+        P_diag = np.maximum(theta - theta ** 2 * sum(A[r] * A[s] * Q[r][s][:, None] for r in range(R)
+                                                     for s in range(R)), 0.0)  # the row-space P_jj
+        if primal:
+            P_diag[primal.blocks] = np.diagonal(primal.P, axis1=1, axis2=2)
+        free = (P_diag * stiffness).max(axis=1) > STIFF
     if not primal:  # without the projected form, a block that cancels is kept whole
         free |= flagged
     if free.sum() * pad.shape[1] > FREE_MAX:
@@ -250,10 +256,11 @@ def newton_schur(op: BlockOperator, weights):
     if primal:
         keep[primal.blocks] = False
     S = np.zeros((K + L, K + L))
-    S[:K, :K] = coupling.gram(theta * keep[:, None]) + np.diag(rinv_c)
+    every = bool(keep.all())
+    S[:K, :K] = coupling.gram(theta if every else theta * keep[:, None]) + np.diag(rinv_c)
     S[:K, K:], S[K:, :K], S[K:, K:] = -Acy, Acy.T, np.diag(dy)
     for r in range(R):
-        Gk, Ck, Yk, DAk = G[r][keep], C[r][keep], Y[r][keep], DA[r][keep]
+        Gk, Ck, Yk, DAk = (G[r], C[r], Y[r], DA[r]) if every else (G[r][keep], C[r][keep], Y[r][keep], DA[r][keep])
         S[:K, :K] -= Gk.T @ Ck
         S[:K, K:] += Gk.T @ Yk
         S[K:, :K] -= DAk.T @ Ck
@@ -299,8 +306,12 @@ def newton_schur(op: BlockOperator, weights):
         gy = ry + gy
         vx, vy = apply(gx, gy)
         hx, hy = operator(vx, vy)
-        ex, ey = apply(gx - hx, gy - hy)
-        return np.where(pad, 0.0, vx + ex), vy + ey
+        rx, ry = gx - hx, gy - hy
+        scale = max(np.abs(gx).max(initial=0.0), np.abs(gy).max(initial=0.0))
+        if max(np.abs(np.where(pad, 0.0, rx)).max(initial=0.0), np.abs(ry).max(initial=0.0)) > REFINE * scale:
+            ex, ey = apply(rx, ry)
+            vx, vy = vx + ex, vy + ey
+        return np.where(pad, 0.0, vx), vy
 
     return solve
 
