@@ -70,9 +70,9 @@ class BlockBackend(Backend):
                 if lp.col_x.shape[0] < (AUTO_MIN_BLOCKS if self.auto else 2):
                     raise CapabilityError(f"block: {lp.col_x.shape[0]} blocks" if self.auto else
                                           "block: the model is not block-angular (one block)")
-                merged = aggregate(lp)
-                size = merged.col_x.size + merged.col_y.size
-                if size <= DENSE_MAX and MERGE_GAIN * size <= model.num_vars:
+                merged = aggregate(lp) if _may_merge(lp) else None
+                size = merged.col_x.size + merged.col_y.size if merged is not None else model.num_vars
+                if merged is not None and size <= DENSE_MAX and MERGE_GAIN * size <= model.num_vars:
                     lp = merged
                 else:
                     if lp.col_x.shape[0] < ELIMINATE_MIN_BLOCKS:
@@ -100,3 +100,15 @@ class BlockBackend(Backend):
         result.row_duals = sol.row_duals
         result.reduced_costs = model.c - transpose_times(model.A, sol.row_duals)
         return result
+
+
+def _may_merge(lp) -> bool:
+    """Whether merging may shrink ``lp`` :data:`MERGE_GAIN` times: equal blocks have equal random
+    projections of their costs and rows, so fewer distinct projections than that bound the classes
+    from below (a cheap test before :func:`~optim.block_lp.aggregate`'s sort of whole blocks)."""
+    B = lp.col_x.shape[0]
+    rng = np.random.default_rng(0)
+    data = np.concatenate([np.nan_to_num(lp.cx), np.nan_to_num(lp.Ab.reshape(B, -1)),
+                           np.nan_to_num(lp.bhi, posinf=1e300, neginf=-1e300)], axis=1)
+    projection = data @ rng.standard_normal(data.shape[1])
+    return MERGE_GAIN * np.unique(projection).size <= B
