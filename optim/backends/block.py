@@ -81,15 +81,11 @@ class BlockBackend(Backend):
                     lp = aligned(lp)
             with stopwatch(timings, "solve"):
                 sol = solve_block(lp, tol=options.optimality_tol or TOL)
-            if not sol.converged:
-                raise CapabilityError(f"block: stopped after {sol.iterations} iterations (residuals "
-                                      f"{sol.primal_residual:.1e} / {sol.dual_residual:.1e})")
         except CapabilityError as exc:
-            result = ClarabelBackend().solve(model, options)
-            if not self.auto:
-                result.notes.append(f"{exc}; solved by clarabel")
-            result.message = f"{result.message} ({exc}; solved by clarabel)"
-            return result
+            return _by_clarabel(model, options, str(exc), note=not self.auto)
+        if not sol.converged:
+            return _by_clarabel(model, options, f"block: stopped after {sol.iterations} iterations (residuals "
+                                f"{sol.primal_residual:.1e} / {sol.dual_residual:.1e})", note=True)
         what = "classes" if lp.classes is not None else "blocks"
         result = Result(Status.OPTIMAL, self.spec, message=f"block: converged in {sol.iterations} iterations over "
                         f"{lp.col_x.shape[0]} {what}", timings=timings, solver_version=VERSION,
@@ -100,6 +96,16 @@ class BlockBackend(Backend):
         result.row_duals = sol.row_duals
         result.reduced_costs = model.c - transpose_times(model.A, sol.row_duals)
         return result
+
+
+def _by_clarabel(model: CanonicalModel, options: SolveOptions, reason: str, note: bool) -> Result:
+    """Clarabel's result for ``model``, its message saying why; a note too where it stands in for
+    the block method (not where ``auto`` chose it by the model's shape)."""
+    result = ClarabelBackend().solve(model, options)
+    if note:
+        result.notes.append(f"{reason}; solved by clarabel")
+    result.message = f"{result.message} ({reason}; solved by clarabel)"
+    return result
 
 
 def _may_merge(lp) -> bool:
