@@ -187,6 +187,9 @@ class Policy(SchedulingPolicy):
                 model = build(merged)
                 return merged, model, self._solve_merged(model, self._start_basis(merged, model)), None
             model = build(problem)
+            basis = self._start_basis(problem, model) if self.merges else None
+            if basis is not None:  # no two jobs equal: the whole program, from the policy's crash basis
+                return problem, model, self._solve_merged(model, basis), None
             return problem, model, self._solve(model, problem), None
         restricted, model, result, info = solve_packed(problem, build, self.solver, self.options)
         return restricted, model, result, info.generated

@@ -154,3 +154,19 @@ def test_published_gavel_table_100_jobs(shared_data):
     agnostic = make_policy("max_min_fairness").allocate(problem)
     coef = max_min_fairness.normalized_coefficients(problem, "perf")
     assert perf.objective > (coef * agnostic.x).sum(axis=1).min()
+
+
+def test_distinct_jobs_on_a_vertex_solver_start_from_the_crash_basis():
+    # 300 jobs with their own rates and weights (nothing merges): HiGHS starts the whole program
+    # from start_basis, optimal here (0 pivots), and agrees with Clarabel on the level
+    rng = np.random.default_rng(4)
+    m = 300
+    T = rng.uniform(1.0, 30.0, (m, 3))
+    problem = AllocationProblem(worker_types=("a", "b", "c"), capacities=np.full(3, 75.0), job_ids=np.arange(m),
+                                job_types=tuple(f"j{i}" for i in range(m)), scale_factors=rng.choice([1, 2, 4], m),
+                                weights=rng.choice([1.0, 2.0, 4.0], m), throughputs=T)
+    highs = make_policy("max_min_fairness_perf", "highs").allocate(problem)
+    assert highs.problem is problem and highs.result.iterations == 0
+    clarabel = make_policy("max_min_fairness_perf", "clarabel").allocate(problem)
+    assert highs.objective == pytest.approx(clarabel.objective, rel=1e-7)
+    assert allocation_violations(highs) == []
