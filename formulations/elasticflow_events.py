@@ -28,7 +28,7 @@ replay, with Δ the scheduling slot and align(s, t) = s + ⌈(t − s)/Δ⌉Δ:
   breakpoint (or its end, if it finishes there in time), then as above;
 - leftover GPUs (:func:`formulations.elasticflow_leftover.allocate_free`): by the published
   marginal GPU time, each candidate plan made on the profile with the job's own plan handed
-  back (:func:`without`).
+  back.
 
 Profiles and plans are arrays (:class:`Profile`; a plan is its change times and GPU counts);
 a period's level is position min(level's, free GPUs') among the job's levels, and the walks
@@ -167,25 +167,25 @@ def level_walk(window: np.ndarray, seconds: np.ndarray, fits: np.ndarray, nlev: 
     """Per row (a job; columns its periods, ``window`` marks those in [start, A)): the first level
     position q < ``nlev`` whose backward walk reaches ``need``, at level position q a period of
     ``fits`` (position of the largest level <= its free GPUs) running position min(q, fit) for
-    ``seconds``, and the column where it does; -1 and -1 where none does. Level by level, on the
-    rows still looking."""
-    cols = seconds.shape[1]
-    found, point = np.full(seconds.shape[0], -1), np.full(seconds.shape[0], -1)
-    rows = np.flatnonzero(nlev > 0)
-    ok = window[rows] & (fits[rows] >= 0)
-    fit, fitted = fits[rows], rates[rows[:, None], np.maximum(fits[rows], 0)] * seconds[rows]
-    for q in range(int(nlev.max(initial=0))):
-        step = np.where(fit >= q, rates[rows, q][:, None] * seconds[rows], fitted) * ok
-        back = np.cumsum(step[:, ::-1], axis=1)[:, ::-1]  # from the last period
-        hit = ok & (back >= need[rows, None])
-        reached = hit.any(axis=1)
-        found[rows[reached]] = q
-        point[rows[reached]] = cols - 1 - np.argmax(hit[reached, ::-1], axis=1)
-        more = ~reached & (nlev[rows] > q + 1)
-        if not more.any():
-            break
-        rows, ok, fit, fitted = rows[more], ok[more], fit[more], fitted[more]
-    return found, point
+    ``seconds``, and the column where it does; -1 and -1 where none does. The first level for
+    every row, then all the others at once for the rows it does not bring to the deadline."""
+    rows, cols = seconds.shape
+    ok = window & (fits >= 0) & (nlev > 0)[:, None]
+    fitted = rates[np.arange(rows)[:, None], np.maximum(fits, 0)] * seconds
+    step = np.where(fits >= 0, rates[:, :1] * seconds, fitted) * ok
+    hit = ok & (np.cumsum(step[:, ::-1], axis=1)[:, ::-1] >= need[:, None])  # sequential, from the last period
+    found = np.where(hit.any(axis=1), 0, -1)
+    more = np.flatnonzero((found < 0) & (nlev > 1))
+    if more.size:
+        q = np.arange(1, int(nlev[more].max()))[:, None, None]
+        okq = ok[more] & (q < nlev[more][:, None])
+        step = np.where(fits[more] >= q, rates[more, 1:q.size + 1].T[:, :, None] * seconds[more], fitted[more]) * okq
+        hits = okq & (np.cumsum(step[..., ::-1], axis=2)[..., ::-1] >= need[more][:, None])
+        reached = hits.any(axis=2)
+        first = reached.argmax(axis=0)
+        found[more] = np.where(reached.any(axis=0), first + 1, -1)
+        hit[more] = hits[first, np.arange(more.size)]
+    return found, np.where(found >= 0, cols - 1 - hit[:, ::-1].argmax(axis=1), -1)
 
 
 def forward_walk(window: np.ndarray, seconds: np.ndarray, fits: np.ndarray, after: np.ndarray, found: np.ndarray,
@@ -195,28 +195,15 @@ def forward_walk(window: np.ndarray, seconds: np.ndarray, fits: np.ndarray, afte
     the point, the one below before, capped by the fit. Returns each period's GPUs and rate,
     the iterations left before each period and after the last (one more column; subtracted in
     period order), and the first period at or after the point whose iterations meet them (-1: none)."""
-    j = np.minimum(np.where(after, found[:, None], found[:, None] - 1), fits)
-    r, at = np.arange(fits.shape[0])[:, None], np.maximum(j, 0)
-    gpus = np.where(j >= 0, levels[r, at], 0)
-    rate = rates[r, at]
+    j = np.minimum(found[:, None] - ~after, fits)
+    at = np.arange(fits.shape[0])[:, None] * levels.shape[1] + np.maximum(j, 0)
+    gpus = levels.take(at) * (j >= 0)
+    rate = rates.take(at)
     runs = window & (gpus > 0)
-    iters = np.where(runs, seconds * rate, 0.0)
+    iters = seconds * rate * runs
     left = np.subtract.accumulate(np.concatenate([need[:, None], iters], axis=1), axis=1)
     done = runs & after & (iters >= left[:, :-1])
-    stop = np.where(done.any(axis=1), np.argmax(done, axis=1), -1)
-    return gpus, rate, left, stop
-
-
-def without(profile: Profile, job: PlanJob, total: int) -> Profile:
-    """``profile`` with ``job``'s plan handed back (published ``get_marginal``'s first half): with
-    breakpoints added at the plan's changes and end, every breakpoint k with first change <= k < end
-    gains the GPUs the plan holds at k. (The published code adds each change's difference to the
-    breakpoints after it, one change at a time; in integers the sums telescope to this.)"""
-    keys = np.union1d(profile.times, np.append(job.times, job.end))
-    i = np.searchsorted(profile.times, keys, side="right") - 1
-    free = np.where(i >= 0, profile.free[np.maximum(i, 0)], total)
-    held = job.counts[np.maximum(np.searchsorted(job.times, keys, side="right") - 1, 0)]
-    return Profile.merged(keys, free + np.where((keys >= job.times[0]) & (keys < job.end), held, 0))
+    return gpus, rate, left, np.where(done.any(axis=1), done.argmax(axis=1), -1)
 
 
 def _put(times: np.ndarray, free: np.ndarray, t: float, value: int) -> tuple[np.ndarray, np.ndarray]:

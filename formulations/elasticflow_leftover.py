@@ -4,7 +4,7 @@
 
 Each round values every job that can take its next level within the free GPUs by the GPU time
 of its plan re-made with that level fixed now, on the profile with its own plan handed back
-(:func:`~formulations.elasticflow_events.without`). :class:`Candidates` keeps these profiles as
+(published ``get_marginal``'s first half). :class:`Candidates` keeps these profiles as
 one row per job on the union of all breakpoints, updated by the job taken each round, makes the
 candidate plans of all jobs at once, and keeps each job's last candidate with the periods it
 read: a job whose periods, free-GPU levels and work left are unchanged keeps its value (the
@@ -33,10 +33,10 @@ from .elasticflow_events import (
 
 class Candidates:
     """The jobs of one hand-out: their levels and rates padded (levels past a job's last are never
-    <= a free count), each job's profile with its own plan handed back as a row on ``grid`` (every
-    breakpoint, plan change and end, and every A), and the candidate plan last made for each: its
-    level, work left after the first period, periods (start times, the deadline after the last)
-    with their fits, GPUs per period, the period meeting the need, end, real end and GPU·s."""
+    <= a free count); each job's profile with its own plan handed back as a row of ``free`` on
+    ``grid`` (every breakpoint, plan change, end and A), with ``moves`` where it changes; and the
+    candidate plan last made for each job (``kind``: 0 none, left to ``plan_job``; 1 done in its
+    first period; 2 made on its periods), ``fresh`` while nothing it read has changed since."""
 
     def __init__(self, jobs: list[PlanJob], profile: Profile, now: float, slot: float, total: int):
         J = len(jobs)
@@ -46,6 +46,7 @@ class Candidates:
         for i, job in enumerate(jobs):
             self.levels[i, :job.levels.size], self.rates[i, :job.rates.size] = job.levels, job.rates
         self.nlev = (self.levels <= total).sum(axis=1)
+        self.last = np.array([job.levels[-1] if job.levels.size else 0 for job in jobs], dtype=np.int64)
         #: fit[i, f + 1]: position of job i's largest level <= f free GPUs, f from -1 to ``top``
         self.top = max(total, max((int(job.levels[-1]) for job in jobs if job.levels.size), default=0))
         self.fit = np.full((J, self.top + 2), -1)
@@ -59,28 +60,36 @@ class Candidates:
         self.grid = _unique(np.concatenate(times + [job.times for job in jobs]))
         self.base = _on(profile, self.grid, total)
         self.free = self.base + np.array([_held(job, self.grid) for job in jobs]).reshape(J, self.grid.size)
-        self.seen_up = np.full(J, -1)
-        self.seen_need, self.seen_cost = np.zeros(J), np.zeros(J)
-        self.seen_len, self.seen_stop = np.zeros(J, dtype=np.int64), np.zeros(J, dtype=np.int64)
-        self.seen_starts, self.seen_fits = np.zeros((J, 0)), np.zeros((J, 0), dtype=np.int64)
-        self.seen_gpus = np.zeros((J, 0), dtype=np.int64)
-        self.seen_end, self.seen_real = np.zeros(J), np.zeros(J)
-        #: whether the last :meth:`costs` call made the job's candidate on its periods
-        self.planned = np.zeros(J, dtype=bool)
+        self.moves = np.zeros(self.free.shape, dtype=bool)
+        self.moves[:, 1:] = self.free[:, 1:] != self.free[:, :-1]
+        self.fresh, self.kind = np.zeros(J, dtype=bool), np.zeros(J, dtype=np.int8)
+        #: per job: its candidate's level, GPU·s, the last time it read, end and real end; for kind
+        #: 2 its periods (start times), GPUs per period and the period meeting the need
+        self.up, self.cost, self.reach = np.zeros(J, dtype=np.int64), np.zeros(J), np.zeros(J)
+        self.end, self.real_end = np.zeros(J), np.zeros(J)
+        self.length, self.stop = np.zeros(J, dtype=np.int64), np.zeros(J, dtype=np.int64)
+        self.starts, self.gpus = np.zeros((J, 0)), np.zeros((J, 0), dtype=np.int64)
 
     def handed_back(self, i: int) -> Profile:
-        """Job i's profile with its own plan handed back (:func:`without`)."""
+        """Job i's profile with its own plan handed back: every breakpoint k with first change <= k
+        < end gains the GPUs the plan holds at k. (The published code adds each change's difference
+        to the breakpoints after it, one change at a time; in integers the sums telescope to this.)"""
         return Profile.merged(self.grid, self.free[i])
 
     def costs(self, rows: np.ndarray, ups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """GPU·s of each ``rows`` job's plan made with ``ups`` GPUs fixed now on its profile with its
-        own plan handed back, i.e. of ``plan_job(without(profile, job), ..., assigned=up)``, where
+        own plan handed back, i.e. of ``plan_job(self.handed_back(i), ..., assigned=up)``, where
         it finishes in its first period or a level reaches its deadline and a period meets its
-        need (``done``); the other rows are NaN."""
+        need (``done``); NaN for the others. Made again only where not fresh."""
+        stale = ~self.fresh[rows]
+        if stale.any():
+            self._make(rows[stale], ups[stale])
+        return self.cost[rows], self.kind[rows] > 0
+
+    def _make(self, rows: np.ndarray, ups: np.ndarray) -> None:
+        """Make the candidates of ``rows``, all at once."""
         now, n, grid = self.now, rows.size, self.grid
-        A, deadline, free = self.A[rows], self.deadline[rows], self.free[rows]
-        moves = np.zeros(free.shape, dtype=bool)
-        moves[:, 1:] = free[:, 1:] != free[:, :-1]
+        A, deadline, moves = self.A[rows], self.deadline[rows], self.moves[rows]
         # the first period at ``up`` GPUs to nxt (A without a breakpoint after now); done there
         first = np.where(moves.any(axis=1), moves.argmax(axis=1), grid.size)
         nxt = np.where(first < grid.size, grid[np.minimum(first, grid.size - 1)], A)
@@ -94,10 +103,11 @@ class Candidates:
         # the periods in [nxt, A): where the row's profile changes, and A; packed left
         cols = np.arange(grid.size)
         a = np.searchsorted(grid, A)
-        moves[np.arange(n), np.minimum(a, grid.size - 1)] |= a < grid.size
-        moves &= (cols >= first[:, None]) & (cols < a[:, None])
-        moves[fast] = False
-        ri, ci = np.nonzero(moves)
+        window = moves.copy()
+        window[np.arange(n), np.minimum(a, grid.size - 1)] |= a < grid.size
+        window &= (cols >= first[:, None]) & (cols < a[:, None])
+        window[fast] = False
+        ri, ci = np.nonzero(window)
         length = np.bincount(ri, minlength=n)
         width = int(length.max(initial=0))
         pos = np.arange(ri.size) - (np.cumsum(length) - length)[ri]
@@ -105,38 +115,22 @@ class Candidates:
         starts[:] = deadline[:, None]
         starts[ri, pos] = grid[ci]
         fits = np.full((n, width), -1)
-        fits[ri, pos] = self.fit[rows[ri], np.clip(free[ri, ci], -1, self.top) + 1]
+        fits[ri, pos] = self.fit[rows[ri], np.clip(self.free[rows[ri], ci], -1, self.top) + 1]
         valid = np.arange(width) < length[:, None]
-        seconds = starts[:, 1:] - starts[:, :-1]  # the last period's to the deadline; 0 past it
-        same = self._seen(rows, ups, need, length, starts, fits, valid) & ~fast
-        cost[same] = self.seen_cost[rows[same]]
-        todo = np.flatnonzero(~fast & ~same & (length > 0))
-        done = fast | same
+        kind = fast.astype(np.int8)
+        todo = np.flatnonzero(~fast & (length > 0))
         if todo.size:
             made, ok, gpus, stop, ends = self._made(rows[todo], ups[todo], need[todo], starts[todo], fits[todo],
-                                                    seconds[todo], valid[todo])
-            cost[todo], done[todo] = made, ok
+                                                    starts[todo, 1:] - starts[todo, :-1], valid[todo])
+            cost[todo], kind[todo[ok]] = made, 2
             t, k = todo[ok], rows[todo[ok]]
-            self.seen_up[k], self.seen_need[k], self.seen_len[k] = ups[t], need[t], length[t]
-            self.seen_cost[k] = made[ok]
-            self.seen_starts[k, :width], self.seen_fits[k, :width], self.seen_gpus[k, :width] = (
-                starts[t, :width], fits[t], gpus[ok])
-            self.seen_stop[k], self.seen_end[k], self.seen_real[k] = stop[ok], ends[0][ok], ends[1][ok]
-        self.planned[:] = False
-        self.planned[rows] = done & ~fast
-        return cost, done
-
-    def _seen(self, rows: np.ndarray, ups: np.ndarray, need: np.ndarray, length: np.ndarray, starts: np.ndarray,
-              fits: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """Rows whose last candidate read the same periods (then its value stands)."""
-        width = fits.shape[1]
-        if width > self.seen_fits.shape[1]:
-            grow = ((0, 0), (0, max(width, 2 * self.seen_fits.shape[1]) - self.seen_fits.shape[1]))
-            self.seen_starts, self.seen_fits = np.pad(self.seen_starts, grow), np.pad(self.seen_fits, grow)
-            self.seen_gpus = np.pad(self.seen_gpus, grow)
-        same = (self.seen_up[rows] == ups) & (self.seen_len[rows] == length) & (self.seen_need[rows] == need)
-        same &= ((self.seen_starts[rows, :width] == starts[:, :width]) | ~valid).all(axis=1)
-        return same & ((self.seen_fits[rows, :width] == fits) | ~valid).all(axis=1)
+            if width > self.starts.shape[1]:
+                grow = ((0, 0), (0, max(width, 2 * self.starts.shape[1]) - self.starts.shape[1]))
+                self.starts, self.gpus = np.pad(self.starts, grow), np.pad(self.gpus, grow)
+            self.starts[k, :width], self.gpus[k, :width] = starts[t, :width], gpus[ok]
+            self.length[k], self.stop[k], end[t], real_end[t] = length[t], stop[ok], ends[0][ok], ends[1][ok]
+        self.up[rows], self.cost[rows], self.kind[rows], self.fresh[rows] = ups, cost, kind, kind > 0
+        self.end[rows], self.real_end[rows], self.reach[rows] = end, real_end, np.where(fast, nxt, np.maximum(nxt, A))
 
     def _made(self, rows: np.ndarray, ups: np.ndarray, need: np.ndarray, starts: np.ndarray, fits: np.ndarray,
               seconds: np.ndarray, valid: np.ndarray) -> tuple:
@@ -162,49 +156,80 @@ class Candidates:
         at[:, 1:] = starts[:, :width]
         keep = np.ones((n, width + 1), dtype=bool)
         keep[:, 1:] = valid & (value[:, 1:] != value[:, :-1])
-        cols = np.arange(width + 1)
-        following = _next(np.where(keep, cols, width + 1))
-        span = at[k[:, None], np.minimum(following, width)] - at
-        terms = np.where(keep & (following <= width), value * span, 0.0)
-        last = (keep * cols).max(axis=1)
-        cost = np.cumsum(terms, axis=1)[:, -1] + value[k, last] * (end - at[k, last])
+        following = _next(np.where(keep, np.arange(width + 1), width + 1))
+        until = np.where(following <= width, at.take(k[:, None] * (width + 1) + np.minimum(following, width)),
+                         end[:, None])
+        cost = np.cumsum(value * (until - at) * keep, axis=1)[:, -1]  # the last kept change's to the end
         return np.where(ok, cost, np.nan), ok, gpus, stop, (end, starts[k, s] + steps)
 
     def outcome(self, i: int) -> Outcome | None:
-        """Job i's candidate plan of the last :meth:`costs` call where it was made on its periods
-        (None where it finished in its first period or was left to ``plan_job``), and the profile
-        it leaves: the row's profile less ``up`` to nxt and each period's GPUs to the next period
-        (to A after the last), the last one's only to the end where the end falls inside it, as
-        the published ``ef_sim_allocation`` subtracts them and restores the count at the end."""
-        if not self.planned[i]:
+        """Job i's candidate (None where left to ``plan_job``) and the profile it leaves: the row's
+        profile less what the published ``ef_sim_allocation`` subtracts. Done in its first period:
+        ``up`` on the breakpoints in [now, end), not on A where A is no breakpoint (the published
+        code adds A to the profile and leaves it). Made on its periods: ``up`` to nxt and each
+        period's GPUs to the next period (to A after the last), the last one's only to the end
+        where the end falls inside it (the published code restores the count there)."""
+        if not self.fresh[i]:
             return None
-        n, s, up = int(self.seen_len[i]), int(self.seen_stop[i]), int(self.seen_up[i])
-        starts, gpus = self.seen_starts[i, :n], self.seen_gpus[i, :n] * (np.arange(n) <= s)
-        end, real_end = float(self.seen_end[i]), float(self.seen_real[i])
-        after = starts[s + 1] if s + 1 < n else self.A[i]
-        keys = np.concatenate([[self.now], starts[:s + 1], [end if starts[s] < end < after else after]])
-        held = np.concatenate([[up], gpus[:s + 1], [0]])
+        up, end, real_end, A = int(self.up[i]), float(self.end[i]), float(self.real_end[i]), self.A[i]
         at = int(np.searchsorted(self.grid, end))
         times = self.grid if at < self.grid.size and self.grid[at] == end else np.insert(self.grid, at, end)
         row = self.free[i, np.searchsorted(self.grid, times, side="right") - 1]
+        if self.kind[i] == 1:
+            taken = up * (times < end)
+            a = int(np.searchsorted(self.grid, A))
+            if self.now < A < end and a and not self.moves[i, a]:
+                after = self.moves[i, a:].argmax() + a if self.moves[i, a:].any() else self.grid.size
+                taken[(times >= A) & (times < (self.grid[after] if after < self.grid.size else np.inf))] = 0
+            return Outcome(np.array([self.now]), np.array([up]), end, real_end, Profile.merged(times, row - taken),
+                           real_end <= self.deadline[i])
+        n, s = int(self.length[i]), int(self.stop[i])
+        starts, gpus = self.starts[i, :n], self.gpus[i, :n] * (np.arange(n) <= s)
+        after = starts[s + 1] if s + 1 < n else A
+        keys = np.concatenate([[self.now], starts[:s + 1], [end if starts[s] < end < after else after]])
+        held = np.concatenate([[up], gpus[:s + 1], [0]])
         left = Profile.merged(times, row - held[np.searchsorted(keys, times, side="right") - 1])
         plan = Profile.merged(np.concatenate([[self.now], starts]), np.concatenate([[up], gpus]))
         return Outcome(plan.times, plan.free, end, real_end, left, real_end <= self.deadline[i])
 
     def update(self, i: int, job: PlanJob, profile: Profile) -> None:
         """Job i took ``job``'s new plan, leaving ``profile``: the grid gains its new times, every
-        other row the profile's change, row i its new profile without its new plan."""
+        other row the profile's change, row i its new profile without its new plan; a candidate
+        stops being fresh where a row's breakpoints or fits change up to the last time it read."""
         new = np.append(profile.times, job.end)
         at = np.minimum(np.searchsorted(self.grid, new), self.grid.size - 1)
         new = _unique(new[self.grid[at] != new])
         if new.size:
             at = np.searchsorted(self.grid, new)
             self.free = np.insert(self.free, at, self.free[:, at - 1], axis=1)
+            self.moves = np.insert(self.moves, at, False, axis=1)
             self.base = np.insert(self.base, at, self.base[at - 1])
             self.grid = np.insert(self.grid, at, new)
         base = _on(profile, self.grid, self.total)
-        self.free += base - self.base
+        delta = base - self.base
+        turns = np.flatnonzero(delta[1:] != delta[:-1]) + 1
+        shift = np.flatnonzero(delta)
+        fresh = np.flatnonzero(self.fresh)
+        if fresh.size and (turns.size or shift.size):
+            read, free = self.reach[fresh][:, None], self.free[fresh]
+            # a row's breakpoint appears or goes where the change turns and the row was flat or now is
+            step = free[:, turns] - free[:, turns - 1]
+            moved = (step == 0) | (step == delta[turns - 1] - delta[turns])
+            stale = (moved & (self.grid[turns] <= read)).any(axis=1)
+            # fits change only below a row's largest level
+            old = free[:, shift]
+            near = np.flatnonzero(np.minimum(old, old + delta[shift]).min(axis=1, initial=self.top) < self.last[fresh])
+            if near.size:
+                row, old = fresh[near, None], old[near]
+                refit = self.fit[row, np.clip(old, -1, self.top) + 1] != self.fit[
+                    row, np.clip(old + delta[shift], -1, self.top) + 1]
+                stale[near] |= (refit & (self.grid[shift] <= read[near])).any(axis=1)
+            self.fresh[fresh] = ~stale
+        self.free += delta
+        self.moves[:, turns] = self.free[:, turns] != self.free[:, turns - 1]
         self.free[i] = base + _held(job, self.grid)
+        self.moves[i, 1:] = self.free[i, 1:] != self.free[i, :-1]
+        self.fresh[i] = False
         self.base = base
 
 

@@ -13,9 +13,8 @@ from formulations.elasticflow_events import (
     gpu_seconds,
     plan_all,
     plan_job,
-    without,
 )
-from formulations.elasticflow_leftover import allocate_free
+from formulations.elasticflow_leftover import Candidates, allocate_free
 
 LINEAR = dict(levels=np.array([1, 2, 4, 8]), rates=np.array([1.0, 2.0, 4.0, 8.0]))
 
@@ -153,5 +152,6 @@ _TIMES = st.integers(0, 12).map(lambda i: 60.0 * i)
 def test_handing_a_plan_back_equals_the_published_change_by_change_rule(free, alloc, end):
     times = sorted(alloc)
     job = PlanJob(**LINEAR, need=1.0, deadline=end, times=times, counts=[alloc[t] for t in times], end=end)
-    back = without(profile(free), job, 16)
+    now = min([*free, *alloc, end])
+    back = Candidates([job], profile(free), now, 60, 16).handed_back(0)
     assert steps(back.times, back.free) == _without_change_by_change(free, alloc, end, 16)
