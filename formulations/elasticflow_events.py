@@ -10,10 +10,10 @@ periods are the intervals between other jobs' ends and deadlines, not slots. Rul
 replay, with Δ the scheduling slot and align(s, t) = s + ⌈(t − s)/Δ⌉Δ:
 
 - levels: the job's allowed GPU counts ascending, up to the cluster size;
-- level walk: A = align(now, deadline); for level q, walk the periods in [start, A) backward,
-  the job taking the largest level <= min(q, free) in each (the last period runs to the
-  deadline, not to A); the first q whose walk reaches the remaining iterations wins, at the
-  period where it did (the *point*);
+- level walk (:func:`plan_job`): A = align(now, deadline); for level q, walk the periods in
+  [start, A) backward, the job taking the largest level <= min(q, free) in each (the last
+  period runs to the deadline, not to A); the first q whose walk reaches the remaining
+  iterations wins, at the period where it did (the *point*);
 - forward plan: periods before the point at the largest level <= min(q_prev, free), from the
   point at <= min(q, free); the job ends in the period where its iterations are done, at
   real = period start + ⌈iterations left / rate⌉ s, and holds its GPUs until
@@ -26,15 +26,11 @@ replay, with Δ the scheduling slot and align(s, t) = s + ⌈(t − s)/Δ⌉Δ:
   that can hold an older period's value there: not replayed);
 - a fixed first period (``assigned``): the job runs ``assigned`` GPUs from now to the next
   breakpoint (or its end, if it finishes there in time), then as above;
-- leftover GPUs (:func:`formulations.elasticflow_leftover.allocate_free`): by the published
-  marginal GPU time, each candidate plan made on the profile with the job's own plan handed
-  back.
+- leftover GPUs (:func:`allocate_free`): each job's *marginal GPU time* is (GPU·s of its plan
+  re-made with its next level now − GPU·s of its plan) / added GPUs (+∞ for a job without
+  GPUs, −∞ for one that cannot grow within the free GPUs); the job with the largest value
+  that fits takes its next level and its re-made plan, the values are recomputed, repeat.
 
-Profiles and plans are arrays (:class:`Profile`; a plan is its change times and GPU counts);
-a period's level is position min(level's, free GPUs') among the job's levels, and the walks
-are cumulative sums over the periods, in the published code's order of additions, so every
-plan equals the published one to the last bit. :func:`level_walk` and :func:`forward_walk`
-take one row per job: the leftover GPUs' candidate plans are made for all jobs at once.
 Times and counts only; nothing about traces or simulators.
 """
 
@@ -42,7 +38,9 @@ from __future__ import annotations
 
 import math
 import sys
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -58,307 +56,319 @@ def align(start: float, t: float, slot: float) -> float:
     return start + k * slot
 
 
-def align_all(start: float | np.ndarray, t: np.ndarray, slot: float) -> np.ndarray:
-    """:func:`align` elementwise (numpy's float floor division and remainder are Python's)."""
-    d = t - start
-    return start + (np.floor_divide(d, slot) + (np.remainder(d, slot) > 0)) * slot
-
-
-@dataclass
-class Profile:
-    """Free GPUs as a step function of time: ``free[i]`` on [times[i], times[i+1]), the last step
-    to infinity, the cluster's ``total`` before the first; no two neighbours equal."""
-
-    times: np.ndarray
-    free: np.ndarray
-
-    @classmethod
-    def flat(cls, now: float, total: int) -> Profile:
-        return cls(np.array([float(now)]), np.array([int(total)], dtype=np.int64))
-
-    @classmethod
-    def merged(cls, times: np.ndarray, free: np.ndarray) -> Profile:
-        """``times`` without those whose value equals the previous one's (published ``merge_dict``)."""
-        keep = np.ones(free.size, dtype=bool)
-        keep[1:] = free[1:] != free[:-1]
-        return cls(times[keep], free[keep])
-
-    def at(self, t: float, total: int) -> int:
-        """Free GPUs at ``t``."""
-        i = int(np.searchsorted(self.times, t, side="right")) - 1
-        return int(self.free[i]) if i >= 0 else total
-
-    def has(self, t: float) -> bool:
-        i = int(np.searchsorted(self.times, t))
-        return i < self.times.size and self.times[i] == t
-
-
-def gpu_seconds(times: np.ndarray, counts: np.ndarray, end: float) -> float:
-    """GPU·s of a plan: each GPU count times the time to the next change, the last to ``end``
-    (summed in time order, as the published ``get_marginal``)."""
-    head = np.cumsum(counts[:-1] * np.diff(times))
-    return (float(head[-1]) if head.size else 0) + int(counts[-1]) * (end - float(times[-1]))
-
-
 @dataclass
 class PlanJob:
     """One job for the planner: ``levels`` (the distinct GPU counts it may use, ascending), ``rates``
     (iterations/s at each level), iterations ``need``-ed, ``deadline``, and its current plan:
-    ``gpus`` now, ``counts[k]`` GPUs from ``times[k]`` on (``times[0]`` = now), held until ``end``,
-    done at ``real_end``; ``cost`` its GPU·s (:func:`gpu_seconds`)."""
+    ``gpus`` now, ``alloc`` (time -> GPUs from then on), ``end`` (GPUs held until), ``real_end``.
+    Levels and rates are kept as lists: the plans read them one at a time, by bisection."""
 
-    levels: np.ndarray
-    rates: np.ndarray
+    levels: list
+    rates: list
     need: float
     deadline: float
     gpus: int = 0
-    times: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    alloc: dict = field(default_factory=dict)
     end: float = 0.0
     real_end: float = 0.0
-    cost: float = 0.0
 
     def __post_init__(self) -> None:
-        self.levels = np.asarray(self.levels, dtype=np.int64)
-        self.rates = np.asarray(self.rates, dtype=float)
-        self.times = np.asarray(self.times, dtype=float)
-        self.counts = np.asarray(self.counts, dtype=np.int64)
+        self.levels, self.rates = np.asarray(self.levels).tolist(), np.asarray(self.rates).tolist()
 
     def index(self, ceiling: float) -> int:
         """The position of the largest level <= ceiling (-1 if none)."""
-        return int(np.searchsorted(self.levels, ceiling, side="right")) - 1
+        return bisect_right(self.levels, ceiling) - 1
 
     def rate(self, level: int) -> float:
-        """The rate of the smallest level >= ``level`` (the first level's for 0, as published)."""
-        return float(self.rates[np.searchsorted(self.levels, level)])
+        return self.rates[bisect_left(self.levels, level)]
 
     def fit(self, ceiling: float) -> int:
         """The largest level <= ceiling (0 if none)."""
         i = self.index(ceiling)
-        return int(self.levels[i]) if i >= 0 else 0
+        return self.levels[i] if i >= 0 else 0
 
     def next_level(self) -> int:
         """The level above ``gpus`` (``gpus`` itself at the top)."""
-        i = int(np.searchsorted(self.levels, self.gpus, side="right"))
-        return int(self.levels[i]) if i < self.levels.size else self.gpus
-
-    def adopt(self, out: Outcome) -> None:
-        """Take ``out`` as the job's plan."""
-        self.times, self.counts, self.end, self.real_end = out.times, out.counts, out.end, out.real_end
-        self.gpus = int(out.counts[0])
-        self.cost = gpu_seconds(out.times, out.counts, out.end)
+        i = bisect_right(self.levels, self.gpus)
+        return self.levels[i] if i < len(self.levels) else self.gpus
 
 
 @dataclass
 class Outcome:
-    """A plan for one job (change ``times``, GPU ``counts``, ``end``, ``real_end``; ``on_time`` iff
-    ``real_end`` <= deadline) and the ``profile`` it leaves."""
+    """A plan for one job and the profile it leaves: ``on_time`` iff ``real_end`` <= deadline;
+    ``free`` is that profile before equal neighbours merge (merged on first use: the leftover
+    GPUs' trial plans are compared by their GPU time, and only the one taken needs it)."""
 
-    times: np.ndarray
-    counts: np.ndarray
+    alloc: dict
     end: float
     real_end: float
-    profile: Profile
+    free: dict
     on_time: bool
 
-
-def level_walk(window: np.ndarray, seconds: np.ndarray, fits: np.ndarray, nlev: np.ndarray, rates: np.ndarray,
-               need: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row (a job; columns its periods, ``window`` marks those in [start, A)): the first level
-    position q < ``nlev`` whose backward walk reaches ``need``, at level position q a period of
-    ``fits`` (position of the largest level <= its free GPUs) running position min(q, fit) for
-    ``seconds``, and the column where it does; -1 and -1 where none does. The first level for
-    every row, then all the others at once for the rows it does not bring to the deadline."""
-    rows, cols = seconds.shape
-    ok = window & (fits >= 0) & (nlev > 0)[:, None]
-    fitted = rates[np.arange(rows)[:, None], np.maximum(fits, 0)] * seconds
-    step = np.where(fits >= 0, rates[:, :1] * seconds, fitted) * ok
-    hit = ok & (np.cumsum(step[:, ::-1], axis=1)[:, ::-1] >= need[:, None])  # sequential, from the last period
-    found = np.where(hit.any(axis=1), 0, -1)
-    more = np.flatnonzero((found < 0) & (nlev > 1))
-    if more.size:
-        q = np.arange(1, int(nlev[more].max()))[:, None, None]
-        okq = ok[more] & (q < nlev[more][:, None])
-        step = np.where(fits[more] >= q, rates[more, 1:q.size + 1].T[:, :, None] * seconds[more], fitted[more]) * okq
-        hits = okq & (np.cumsum(step[..., ::-1], axis=2)[..., ::-1] >= need[more][:, None])
-        reached = hits.any(axis=2)
-        first = reached.argmax(axis=0)
-        found[more] = np.where(reached.any(axis=0), first + 1, -1)
-        hit[more] = hits[first, np.arange(more.size)]
-    return found, np.where(found >= 0, cols - 1 - hit[:, ::-1].argmax(axis=1), -1)
+    @cached_property
+    def profile(self) -> dict:
+        return merged(self.free)
 
 
-def forward_walk(window: np.ndarray, seconds: np.ndarray, fits: np.ndarray, after: np.ndarray, found: np.ndarray,
-                 levels: np.ndarray, rates: np.ndarray,
-                 need: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The forward plan of each row's window periods: position ``found`` in the periods ``after``
-    the point, the one below before, capped by the fit. Returns each period's GPUs and rate,
-    the iterations left before each period and after the last (one more column; subtracted in
-    period order), and the first period at or after the point whose iterations meet them (-1: none)."""
-    j = np.minimum(found[:, None] - ~after, fits)
-    at = np.arange(fits.shape[0])[:, None] * levels.shape[1] + np.maximum(j, 0)
-    gpus = levels.take(at) * (j >= 0)
-    rate = rates.take(at)
-    runs = window & (gpus > 0)
-    iters = seconds * rate * runs
-    left = np.subtract.accumulate(np.concatenate([need[:, None], iters], axis=1), axis=1)
-    done = runs & after & (iters >= left[:, :-1])
-    return gpus, rate, left, np.where(done.any(axis=1), done.argmax(axis=1), -1)
+def merged(d: dict) -> dict:
+    """Time-sorted ``d`` without keys whose value equals the previous key's (published ``merge_dict``)."""
+    out, last = {}, None
+    for t in sorted(d):
+        value = d[t]
+        if value != last:
+            out[t] = last = value
+    return out
 
 
-def _put(times: np.ndarray, free: np.ndarray, t: float, value: int) -> tuple[np.ndarray, np.ndarray]:
-    """The breakpoint ``t`` set to ``value`` (added if absent)."""
-    i = int(np.searchsorted(times, t))
-    if i < times.size and times[i] == t:
-        free[i] = value
-        return times, free
-    return _insert(times, i, t), _insert(free, i, value)
+def value_at(profile: dict, t: float, total: int) -> int:
+    """The profile's free GPUs at ``t`` (the last breakpoint <= t; ``total`` before the first)."""
+    if t in profile:
+        return profile[t]
+    keys = sorted(profile)
+    i = bisect_right(keys, t) - 1
+    return profile[keys[i]] if i >= 0 else total
 
 
-def _insert(a: np.ndarray, i: int, value) -> np.ndarray:
-    return np.concatenate((a[:i], np.array([value], dtype=a.dtype), a[i:]))
+def gpu_seconds(alloc: dict, end: float) -> float:
+    """GPU·s of a plan: each GPU count times the time to the next change, the last to ``end``."""
+    times = sorted(alloc)
+    total = sum(alloc[a] * (b - a) for a, b in zip(times, times[1:]))
+    return total + alloc[times[-1]] * (end - times[-1])
 
 
-def _outcome(times: list | np.ndarray, counts: list | np.ndarray, end: float, real_end: float, pt: np.ndarray,
-             pf: np.ndarray, job: PlanJob) -> Outcome:
-    """An outcome with equal neighbours merged in the plan and in the profile."""
-    plan = Profile.merged(np.asarray(times, dtype=float), np.asarray(counts, dtype=np.int64))
-    return Outcome(plan.times, plan.free, end, real_end, Profile.merged(pt, pf), real_end <= job.deadline)
-
-
-def plan_job(profile: Profile, now: float, job: PlanJob, slot: float, total: int, assigned: int = 0) -> Outcome:
+def plan_job(profile: dict, now: float, job: PlanJob, slot: float, total: int, assigned: int = 0) -> Outcome:
     """The published plan of ``job`` on ``profile`` from ``now`` (module doc), optionally with
     ``assigned`` GPUs fixed for the first period."""
+    orig = profile
+    P = dict(profile)
     A = align(now, job.deadline, slot)
-    pt, pf, added = profile.times, profile.free.copy(), -1  # added: where A was inserted
-    if A >= now and not profile.has(A):
-        added = int(np.searchsorted(pt, A))
-        pt, pf = _insert(pt, added, A), _insert(pf, added, profile.at(A, total))
-    need, start, head = job.need, now, ([], [])
-    if assigned:
-        i = int(np.searchsorted(profile.times, now, side="right"))
-        nxt = float(profile.times[i]) if i < profile.times.size else A
-        rate = job.rate(assigned)
-        real_end = math.ceil(now + need / rate)
-        end = align(now, real_end, slot)
-        if nxt >= end and job.deadline >= real_end:
-            return _first_period(profile, pt, pf, added, now, job, assigned, end, real_end, total)
-        need -= ((nxt - now) if nxt != A else job.deadline - now) * rate
-        pf[np.searchsorted(pt, now)] -= assigned
-        start, head = nxt, ([now], [assigned])
-    w0, wa = int(np.searchsorted(pt, start)), int(np.searchsorted(pt, A))
-    nlev = int(np.searchsorted(job.levels, total, side="right"))
-    if wa > w0:
-        window = pt[w0:wa]
-        seconds = (np.concatenate((window[1:], [job.deadline])) - window)[None, :]
-        fits = (np.searchsorted(job.levels, pf[w0:wa], side="right") - 1)[None, :]
-        ones = np.ones_like(fits, dtype=bool)
-        found, point = level_walk(ones, seconds, fits, np.array([nlev]), job.rates[None, :], np.array([need]))
-        if found[0] >= 0:
-            point_t = float(window[point[0]])
-            walk = forward_walk(ones, seconds, fits, (window >= point_t)[None, :], found, job.levels[None, :],
-                                job.rates[None, :], np.array([need]))
-            return _forward(profile, pt, pf, w0, wa, A, now, start, job, head, int(found[0]), point_t, walk, slot,
-                            total)
-    return _late(profile, pt, pf, w0, A, now, start, job, head, need, nlev, slot, total)
-
-
-def _first_period(profile: Profile, pt: np.ndarray, pf: np.ndarray, added: int, now: float, job: PlanJob,
-                  assigned: int, end: float, real_end: float, total: int) -> Outcome:
-    """The job finishes in time in its fixed first period: the breakpoints of the original profile
-    in [now, end) lose ``assigned`` GPUs (an inserted A keeps its count, as published) and ``end``
-    gets the last one's original count."""
-    lo, hi = np.searchsorted(profile.times, [now, end])
-    at = np.arange(lo, hi)
-    pf[at + ((added >= 0) & (at >= added))] -= assigned
-    if not profile.has(end):
-        pt, pf = _put(pt, pf, end, int(profile.free[hi - 1]) if hi > lo else total)
-    return _outcome([now], [assigned], end, real_end, pt, pf, job)
-
-
-def _forward(profile: Profile, pt: np.ndarray, pf: np.ndarray, w0: int, wa: int, A: float, now: float, start: float,
-             job: PlanJob, head: tuple, found: int, point: float, walk: tuple, slot: float, total: int) -> Outcome:
-    """Lay the plan forward from ``start`` (:func:`forward_walk`); without a period meeting the
-    need the job runs at A what fits at its level, and ends when done at that rate."""
-    gpus, rate, left, stop = (a[0] for a in walk)
-    s = int(stop)
-    counts = gpus.copy()
-    if s >= 0:
-        counts[s + 1:] = 0
-        pf[w0:w0 + s + 1] -= gpus[:s + 1]
-        lat, n = float(pt[w0 + s]), math.ceil(left[s] / rate[s])
-        times = pt[w0:wa]
-    else:
-        pf[w0:wa] -= gpus
-        q = int(job.levels[found]) if A >= point else (int(job.levels[found - 1]) if found else 0)
-        la = job.fit(min(q, pf[wa]))
-        pf[wa] -= la
-        lat, n = A, math.ceil(left[-1] / job.rate(la))
-        times, counts = pt[w0:wa + 1], np.append(counts, la)
-    end, real_end = lat + align(0, n, slot), lat + n
-    if not profile.has(end):
-        i = int(np.searchsorted(profile.times, end)) - 1
-        pt, pf = _put(pt, pf, end, int(profile.free[i]) if i >= 0 and profile.times[i] >= start else total)
-    return _outcome(np.append(head[0], times), np.append(head[1], counts).astype(np.int64), end, real_end, pt, pf,
-                    job)
-
-
-def _late(profile: Profile, pt: np.ndarray, pf: np.ndarray, w0: int, A: float, now: float, start: float,
-          job: PlanJob, head: tuple, need: float, nlev: int, slot: float, total: int) -> Outcome:
-    """A job no level brings to its deadline: the largest level <= min(q_max, free) in each period
-    up to A, then the largest level that fits in each period until done; past the last
-    breakpoint, min(G, cap) GPUs (the published fallback)."""
-    q_max = int(job.levels[nlev - 1]) if nlev else 0
-    times, free = pt.tolist(), pf.tolist()
+    if A >= now and A not in P:
+        P[A] = value_at(P, A, total)
     alloc = {now: 0}
-    if head[0]:
-        alloc.update({now: head[1][0], start: 0})
-    wa, za = np.searchsorted(pt, A, side="left"), int(np.searchsorted(pt, A, side="right"))
-    alloc.update(dict.fromkeys(times[w0:wa], 0))
-    for k in range(w0, za - 1):  # every period in [start, A] but the last
-        la = job.fit(min(q_max, free[k]))
-        alloc[times[k]] = la
-        free[k] -= la
+    need, start = job.need, now
+    if assigned:
+        okeys = sorted(orig)
+        i = bisect_right(okeys, now)
+        nxt = okeys[i] if i < len(okeys) else A
+        real_end = math.ceil(now + need / job.rate(assigned))
+        end = align(now, real_end, slot)
+        alloc[now] = assigned
+        if nxt >= end and job.deadline >= real_end:
+            last = total
+            for k in okeys[bisect_left(okeys, now):bisect_left(okeys, end)]:
+                last = P[k]
+                P[k] -= assigned
+            if end not in orig:
+                P[end] = last
+            return Outcome(merged(alloc), end, real_end, P, real_end <= job.deadline)
+        need -= ((nxt - now) if nxt != A else job.deadline - now) * job.rate(assigned)
+        P[now] -= assigned
+        start = nxt
+        alloc[nxt] = 0
+    keys = sorted(P)
+    window = keys[bisect_left(keys, start):bisect_left(keys, A)]
+    levels = [q for q in job.levels if q <= total]
+    alloc = {**dict.fromkeys(window, 0), **alloc}  # every period's count, 0 unless set
+    found = _level_walk(P, window, A, job, need, levels)
+    if found is not None:
+        q, q_prev, point = found
+        return _forward(P, orig, keys, alloc, now, start, A, job, need, q, q_prev, point, slot, total)
+    q_max = levels[-1] if levels else 0
+    lat = None
+    la = 0
+    for e in keys[bisect_left(keys, start):bisect_right(keys, A)]:
+        if lat is not None:
+            alloc[lat] = la
+            P[lat] -= la
+            if la:
+                need -= ((e - lat) if e != A else job.deadline - lat) * job.rate(la)
+        lat, la = e, job.fit(min(q_max, P[e]))
+    return _after_deadline(P, orig, alloc, now, start, A, job, need, slot, total)
+
+
+def _level_walk(P: dict, window: list, A: float, job: PlanJob, need: float,
+                levels: list) -> tuple[int, int, float] | None:
+    """(q, level below q, point) of the first level whose backward walk reaches ``need``: at level
+    q a period of f free GPUs runs the largest level <= min(q, f), i.e. position min(q's, f's)."""
+    if not window:
+        return None
+    levels_of = job.levels
+    fits = [bisect_right(levels_of, P[k]) - 1 for k in window]
+    seconds = [b - a for a, b in zip(window, window[1:])] + [job.deadline - window[-1]]
+    rates = job.rates
+    q_prev = 0
+    for qi, q in enumerate(levels):
+        back = 0.0
+        for i in range(len(window) - 1, -1, -1):
+            f = fits[i]
+            j = qi if qi < f else f
+            if j >= 0:
+                back += seconds[i] * rates[j]
+                if back >= need:
+                    return q, q_prev, window[i]
+        q_prev = q
+    return None
+
+
+def _forward(P: dict, orig: dict, keys: list, alloc: dict, now: float, start: float, A: float, job: PlanJob,
+             need: float, q: int, q_prev: int, point: float, slot: float, total: int) -> Outcome:
+    """Lay the plan forward from ``start``: level ``q_prev`` before ``point``, ``q`` from it."""
+    ks = keys[bisect_left(keys, start):bisect_right(keys, A)]
+    before, after = job.index(q_prev), job.index(q)
+    levels, rates = job.levels, job.rates
+    end = None
+    for i in range(1, len(ks)):
+        lat, e = ks[i - 1], ks[i]
+        c, f = after if lat >= point else before, bisect_right(levels, P[lat]) - 1
+        j = c if c < f else f
+        la = levels[j] if j >= 0 else 0
+        alloc[lat] = la
+        P[lat] -= la
         if la:
-            e = times[k + 1]
-            need -= ((e - times[k]) if e != A else job.deadline - times[k]) * job.rate(la)
-    k = int(np.searchsorted(pt, max(A, start)))
-    while k + 1 < len(times):
-        q = job.fit(free[k])
-        alloc[times[k]] = q
-        if q:
-            iters = (times[k + 1] - times[k]) * job.rate(q)
-            if iters >= need:
-                real_end = math.ceil(times[k] + need / job.rate(q))
-                end = align(now, real_end, slot)
-                base = profile.at(times[k], total)
-                if times[k] != end:
-                    free[k] = base - q
-                pt, pf = np.array(times), np.array(free, dtype=np.int64)
-                if not profile.has(end):
-                    pt, pf = _put(pt, pf, end, base)
-                return _outcome(sorted(alloc), [alloc[t] for t in sorted(alloc)], end, real_end, pt, pf, job)
-            need -= iters
-            free[k] -= q
-        k += 1
-    q = job.fit(min(total, int(job.levels[-1])))
-    alloc[times[k]] = q
-    real_end = math.ceil(times[k] + need / job.rate(q))
+            iters = ((e - lat) if e != A else job.deadline - lat) * rates[j]
+            if lat < point or iters < need:
+                need -= iters
+            else:
+                left = math.ceil(need / rates[j])
+                end, real_end = lat + align(0, left, slot), lat + left
+                break
+    if end is None:
+        lat = ks[-1]
+        la = job.fit(min(q if lat >= point else q_prev, P[lat]))
+        alloc[lat] = la
+        P[lat] -= la
+        left = math.ceil(need / job.rate(la))
+        end, real_end = lat + align(0, left, slot), lat + left
+    if end not in orig:
+        P[end] = _last_in(orig, start, end, total)
+    return Outcome(merged(alloc), end, real_end, P, real_end <= job.deadline)
+
+
+def _last_in(profile: dict, start: float, end: float, default: int) -> int:
+    """The value at the profile's last breakpoint in [start, end) (``default`` if none)."""
+    keys = sorted(profile)
+    i = bisect_left(keys, end) - 1
+    return profile[keys[i]] if i >= 0 and keys[i] >= start else default
+
+
+def _after_deadline(P: dict, orig: dict, alloc: dict, now: float, start: float, A: float, job: PlanJob,
+                    need: float, slot: float, total: int) -> Outcome:
+    """A job that misses its deadline: after A, the largest level that fits in each period until
+    done; past the last breakpoint, min(G, cap) GPUs."""
+    lat = max(A, start)
+    for e in [k for k in sorted(P) if k > lat]:
+        q = job.fit(P[lat])
+        alloc[lat] = q
+        if not q:
+            lat = e
+            continue
+        iters = (e - lat) * job.rate(q)
+        if iters >= need:
+            real_end = math.ceil(lat + need / job.rate(q))
+            end = align(now, real_end, slot)
+            base = value_at(orig, lat, total)
+            if lat != end:
+                P[lat] = base - q
+            if end not in orig:
+                P[end] = base
+            return Outcome(merged(alloc), end, real_end, P, real_end <= job.deadline)
+        need -= iters
+        P[lat] -= q
+        lat = e
+    q = job.fit(min(total, job.levels[-1]))
+    alloc[lat] = q
+    real_end = math.ceil(lat + need / job.rate(q))
     end = align(now, real_end, slot)
-    free[k] = total - q
-    pt, pf = _put(np.array(times), np.array(free, dtype=np.int64), end, total)
-    return _outcome(sorted(alloc), [alloc[t] for t in sorted(alloc)], end, real_end, pt, pf, job)
+    P[lat] = total - q
+    P[end] = total
+    return Outcome(merged(alloc), end, real_end, P, real_end <= job.deadline)
 
 
-def plan_all(jobs: list[PlanJob], now: float, slot: float, total: int) -> tuple[Profile, bool]:
-    """Plan ``jobs`` in the given (deadline) order on {now: G}; each job adopts its plan.
+def plan_all(jobs: list[PlanJob], now: float, slot: float, total: int) -> tuple[dict, bool]:
+    """Plan ``jobs`` in the given (deadline) order on {now: G}; each job's plan is stored on it.
     Returns the profile left and whether every job is on time (published ``estimate_all_jobs``)."""
-    profile = Profile.flat(now, total)
+    profile = {now: total}
     ok = True
     for job in jobs:
         out = plan_job(profile, now, job, slot, total)
-        job.adopt(out)
-        profile = out.profile
+        job.alloc, job.end, job.real_end, profile = out.alloc, out.end, out.real_end, out.profile
+        job.gpus = job.alloc.get(now, 0)
         ok &= out.on_time
     return profile, ok
 
+
+def _without(profile: dict, job: PlanJob, total: int) -> dict:
+    """``profile`` with ``job``'s plan handed back (published ``get_marginal``'s first half): with
+    breakpoints added at the plan's changes and end, every breakpoint k with first change <= k < end
+    gains the GPUs the plan holds at k. (The published code adds each change's difference to the
+    breakpoints after it, one change at a time; in integers the sums telescope to this.)"""
+    changes = sorted(job.alloc.items())
+    first, end = changes[0][0], job.end
+    added = {k for k in job.alloc if k not in profile}
+    if end not in profile:
+        added.add(end)
+    keys = list(profile)
+    keys += sorted(added)
+    keys.sort()  # two sorted runs when the profile is in time order, as merged() leaves it: one merge
+    out, last, free, held, i = {}, None, total, 0, 0
+    for k in keys:
+        free = profile.get(k, free)
+        while i < len(changes) and changes[i][0] <= k:
+            held = changes[i][1]
+            i += 1
+        value = free + held if first <= k < end else free
+        if value != last:  # equal neighbours merged on the way (merged())
+            out[k] = last = value
+    return out
+
+
+@dataclass
+class Leftover:
+    """What :func:`allocate_free` leaves: the ``profile``, the plan ends its scale-ups
+    ``replaced``, and the jobs ``ranked`` as its last sort by marginal GPU time left them."""
+
+    profile: dict
+    replaced: set
+    ranked: list
+
+
+def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, total: int) -> Leftover:
+    """Hand the GPUs free now to ``jobs`` by marginal GPU time (module doc); updates the jobs'
+    plans. ``jobs`` in planning (deadline) order break ties."""
+    free = total - sum(j.gpus for j in jobs)
+    replaced: set = set()
+    if free <= 0:
+        return Leftover(profile, replaced, list(range(len(jobs))))
+    marginal = [0.0] * len(jobs)
+    trial: list[Outcome | None] = [None] * len(jobs)
+
+    def measure(i: int) -> None:
+        job = jobs[i]
+        up = job.next_level()
+        if up - job.gpus > free or up == job.gpus:
+            marginal[i], trial[i] = -MAXSIZE, None
+            return
+        out = plan_job(_without(profile, job, total), now, job, slot, total, assigned=up)
+        trial[i] = out
+        marginal[i] = MAXSIZE if job.gpus == 0 else \
+            (gpu_seconds(out.alloc, out.end) - gpu_seconds(job.alloc, job.end)) / (up - job.gpus)
+
+    for i in range(len(jobs)):
+        measure(i)
+    order = sorted(range(len(jobs)), key=lambda i: -marginal[i])
+    while free > 0:
+        pick = next((i for i in order if trial[i] is not None and jobs[i].next_level() - jobs[i].gpus <= free), None)
+        if pick is None:
+            break
+        job, out = jobs[pick], trial[pick]
+        free -= job.next_level() - job.gpus
+        profile = out.profile
+        replaced.add(job.end)
+        job.alloc, job.end, job.real_end, job.gpus = out.alloc, out.end, out.real_end, out.alloc[now]
+        for i in range(len(jobs)):
+            if jobs[i].next_level() > jobs[i].gpus:
+                measure(i)
+            elif i == pick:
+                marginal[i], trial[i] = -MAXSIZE, None
+        order = sorted(order, key=lambda i: -marginal[i])
+    return Leftover(profile, replaced, order)

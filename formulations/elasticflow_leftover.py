@@ -1,14 +1,16 @@
 """ElasticFlow's published leftover-GPU hand-out (pkusys/ElasticFlow, ``scheduler.py``:
-``allocate_free_gpus`` with ``get_marginal``) on the event-time planner of
-:mod:`formulations.elasticflow_events`.
+``allocate_free_gpus`` with ``get_marginal``) with the candidate plans of many jobs made at once.
 
 Each round values every job that can take its next level within the free GPUs by the GPU time
-of its plan re-made with that level fixed now, on the profile with its own plan handed back
-(published ``get_marginal``'s first half). :class:`Candidates` keeps these profiles as
-one row per job on the union of all breakpoints, updated by the job taken each round, makes the
-candidate plans of all jobs at once, and keeps each job's last candidate with the periods it
-read: a job whose periods, free-GPU levels and work left are unchanged keeps its value (the
-published code re-plans it to the same result). Arrays only.
+of its plan re-made with that level fixed now, on the profile with its own plan handed back.
+:func:`formulations.elasticflow_events.allocate_free` re-plans every job after every step, one
+job at a time, as published; :class:`Candidates` keeps the handed-back profiles as one row per
+job on the union of all breakpoints, updated by the job taken each round, makes the candidate
+plans of all jobs at once (numpy arrays over jobs and breakpoints), and makes a job's candidate
+again only where its row's breakpoints or fits changed up to the last time it read (the
+published code re-plans it to the same result). Every candidate, plan and profile equals the
+one-job-at-a-time code's to the last bit. Arrays pay off from some 30 jobs on; below that
+:func:`allocate_free` hands out as published (numpy's per-call cost exceeds the work).
 """
 
 from __future__ import annotations
@@ -17,18 +19,86 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .elasticflow_events import (
-    MAXSIZE,
-    Outcome,
-    PlanJob,
-    Profile,
-    align,
-    align_all,
-    forward_walk,
-    gpu_seconds,
-    level_walk,
-    plan_job,
-)
+from . import elasticflow_events as events
+from .elasticflow_events import MAXSIZE, Leftover, PlanJob, align, gpu_seconds, plan_job
+
+
+@dataclass
+class Steps:
+    """A step function as arrays: ``values[k]`` from ``times[k]`` on (a profile's free GPUs, a plan's
+    GPU counts)."""
+
+    times: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, d: dict) -> Steps:
+        items = sorted(d.items())
+        return cls(np.array([t for t, _ in items], dtype=float), np.array([v for _, v in items], dtype=np.int64))
+
+    @classmethod
+    def merged(cls, times: np.ndarray, values: np.ndarray) -> Steps:
+        """Without the times whose value equals the previous one's (published ``merge_dict``)."""
+        keep = np.ones(values.size, dtype=bool)
+        keep[1:] = values[1:] != values[:-1]
+        return cls(times[keep], values[keep])
+
+    def as_dict(self) -> dict:
+        return dict(zip(self.times.tolist(), self.values.tolist()))
+
+#: the number of jobs from which :func:`allocate_free` makes the candidates at once
+BATCH_FROM = 28
+
+
+def align_all(start: float | np.ndarray, t: np.ndarray, slot: float) -> np.ndarray:
+    """:func:`~formulations.elasticflow_events.align` elementwise (numpy's float floor division and
+    remainder are Python's)."""
+    d = t - start
+    return start + (np.floor_divide(d, slot) + (np.remainder(d, slot) > 0)) * slot
+
+
+def level_walk(window: np.ndarray, seconds: np.ndarray, fits: np.ndarray, nlev: np.ndarray, rates: np.ndarray,
+               need: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (a job; columns its periods, ``window`` marks those in [start, A)): the first level
+    position q < ``nlev`` whose backward walk reaches ``need``, at level position q a period of
+    ``fits`` (position of the largest level <= its free GPUs) running position min(q, fit) for
+    ``seconds``, and the column where it does; -1 and -1 where none does. The first level for
+    every row, then all the others at once for the rows it does not bring to the deadline."""
+    rows, cols = seconds.shape
+    ok = window & (fits >= 0) & (nlev > 0)[:, None]
+    fitted = rates[np.arange(rows)[:, None], np.maximum(fits, 0)] * seconds
+    step = np.where(fits >= 0, rates[:, :1] * seconds, fitted) * ok
+    hit = ok & (np.cumsum(step[:, ::-1], axis=1)[:, ::-1] >= need[:, None])  # sequential, from the last period
+    found = np.where(hit.any(axis=1), 0, -1)
+    more = np.flatnonzero((found < 0) & (nlev > 1))
+    if more.size:
+        q = np.arange(1, int(nlev[more].max()))[:, None, None]
+        okq = ok[more] & (q < nlev[more][:, None])
+        step = np.where(fits[more] >= q, rates[more, 1:q.size + 1].T[:, :, None] * seconds[more], fitted[more]) * okq
+        hits = okq & (np.cumsum(step[..., ::-1], axis=2)[..., ::-1] >= need[more][:, None])
+        reached = hits.any(axis=2)
+        first = reached.argmax(axis=0)
+        found[more] = np.where(reached.any(axis=0), first + 1, -1)
+        hit[more] = hits[first, np.arange(more.size)]
+    return found, np.where(found >= 0, cols - 1 - hit[:, ::-1].argmax(axis=1), -1)
+
+
+def forward_walk(window: np.ndarray, seconds: np.ndarray, fits: np.ndarray, after: np.ndarray, found: np.ndarray,
+                 levels: np.ndarray, rates: np.ndarray,
+                 need: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The forward plan of each row's window periods: position ``found`` in the periods ``after``
+    the point, the one below before, capped by the fit. Returns each period's GPUs and rate,
+    the iterations left before each period and after the last (one more column; subtracted in
+    period order), and the first period at or after the point whose iterations meet them (-1: none)."""
+    j = np.minimum(found[:, None] - ~after, fits)
+    at = np.arange(fits.shape[0])[:, None] * levels.shape[1] + np.maximum(j, 0)
+    gpus = levels.take(at) * (j >= 0)
+    rate = rates.take(at)
+    runs = window & (gpus > 0)
+    iters = seconds * rate * runs
+    left = np.subtract.accumulate(np.concatenate([need[:, None], iters], axis=1), axis=1)
+    done = runs & after & (iters >= left[:, :-1])
+    return gpus, rate, left, np.where(done.any(axis=1), done.argmax(axis=1), -1)
 
 
 class Candidates:
@@ -38,17 +108,17 @@ class Candidates:
     candidate plan last made for each job (``kind``: 0 none, left to ``plan_job``; 1 done in its
     first period; 2 made on its periods), ``fresh`` while nothing it read has changed since."""
 
-    def __init__(self, jobs: list[PlanJob], profile: Profile, now: float, slot: float, total: int):
+    def __init__(self, jobs: list[PlanJob], profile: Steps, now: float, slot: float, total: int):
         J = len(jobs)
-        width = max((job.levels.size for job in jobs), default=0)
+        width = max((len(job.levels) for job in jobs), default=0)
         self.levels = np.full((J, width), np.iinfo(np.int64).max)
         self.rates = np.zeros((J, width))
         for i, job in enumerate(jobs):
-            self.levels[i, :job.levels.size], self.rates[i, :job.rates.size] = job.levels, job.rates
+            self.levels[i, :len(job.levels)], self.rates[i, :len(job.rates)] = job.levels, job.rates
         self.nlev = (self.levels <= total).sum(axis=1)
-        self.last = np.array([job.levels[-1] if job.levels.size else 0 for job in jobs], dtype=np.int64)
+        self.last = np.array([job.levels[-1] if job.levels else 0 for job in jobs], dtype=np.int64)
         #: fit[i, f + 1]: position of job i's largest level <= f free GPUs, f from -1 to ``top``
-        self.top = max(total, max((int(job.levels[-1]) for job in jobs if job.levels.size), default=0))
+        self.top = max(total, int(self.last.max(initial=0)))
         self.fit = np.full((J, self.top + 2), -1)
         for i, job in enumerate(jobs):
             self.fit[i] = np.searchsorted(job.levels, np.arange(-1, self.top + 1), side="right") - 1
@@ -56,10 +126,14 @@ class Candidates:
         self.need = np.array([job.need for job in jobs])
         self.A = np.array([align(now, job.deadline, slot) for job in jobs])
         self.now, self.slot, self.total = now, slot, total
-        times = [profile.times, self.A[self.A >= now], np.array([job.end for job in jobs])]
-        self.grid = _unique(np.concatenate(times + [job.times for job in jobs]))
+        #: each job's plan (GPUs from each change on) and end
+        self.plans = [Steps.of(job.alloc) for job in jobs]
+        self.ends = np.array([job.end for job in jobs])
+        self.grid = _unique(np.concatenate([profile.times, self.A[self.A >= now], self.ends]
+                                           + [plan.times for plan in self.plans]))
         self.base = _on(profile, self.grid, total)
-        self.free = self.base + np.array([_held(job, self.grid) for job in jobs]).reshape(J, self.grid.size)
+        self.free = self.base + np.array([_held(plan, end, self.grid) for plan, end in zip(self.plans, self.ends)]
+                                         ).reshape(J, self.grid.size)
         self.moves = np.zeros(self.free.shape, dtype=bool)
         self.moves[:, 1:] = self.free[:, 1:] != self.free[:, :-1]
         self.fresh, self.kind = np.zeros(J, dtype=bool), np.zeros(J, dtype=np.int8)
@@ -70,11 +144,11 @@ class Candidates:
         self.length, self.stop = np.zeros(J, dtype=np.int64), np.zeros(J, dtype=np.int64)
         self.starts, self.gpus = np.zeros((J, 0)), np.zeros((J, 0), dtype=np.int64)
 
-    def handed_back(self, i: int) -> Profile:
-        """Job i's profile with its own plan handed back: every breakpoint k with first change <= k
-        < end gains the GPUs the plan holds at k. (The published code adds each change's difference
-        to the breakpoints after it, one change at a time; in integers the sums telescope to this.)"""
-        return Profile.merged(self.grid, self.free[i])
+    def handed_back(self, i: int) -> Steps:
+        """Job i's profile with its own plan handed back (published ``get_marginal``'s first half, as
+        :func:`~formulations.elasticflow_events._without`): every breakpoint k with first change <=
+        k < end gains the GPUs the plan holds at k."""
+        return Steps.merged(self.grid, self.free[i])
 
     def costs(self, rows: np.ndarray, ups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """GPU·s of each ``rows`` job's plan made with ``ups`` GPUs fixed now on its profile with its
@@ -88,34 +162,32 @@ class Candidates:
 
     def _make(self, rows: np.ndarray, ups: np.ndarray) -> None:
         """Make the candidates of ``rows``, all at once."""
-        now, n, grid = self.now, rows.size, self.grid
+        now, n, grid, size = self.now, rows.size, self.grid, self.grid.size
         A, deadline, moves = self.A[rows], self.deadline[rows], self.moves[rows]
         # the first period at ``up`` GPUs to nxt (A without a breakpoint after now); done there
-        first = np.where(moves.any(axis=1), moves.argmax(axis=1), grid.size)
-        nxt = np.where(first < grid.size, grid[np.minimum(first, grid.size - 1)], A)
+        first = np.where(moves.any(axis=1), moves.argmax(axis=1), size)
+        nxt = np.where(first < size, grid.take(np.minimum(first, size - 1)), A)
         rate = self.rates[rows, (self.levels[rows] < ups[:, None]).sum(axis=1)]
         real_end = np.ceil(now + self.need[rows] / rate)
         end = align_all(now, real_end, self.slot)
         fast = (nxt >= end) & (deadline >= real_end)
-        cost = np.full(n, np.nan)
-        cost[fast] = ups[fast] * (end[fast] - now)
+        cost = np.where(fast, ups * (end - now), np.nan)
         need = self.need[rows] - np.where(nxt != A, nxt - now, deadline - now) * rate
-        # the periods in [nxt, A): where the row's profile changes, and A; packed left
-        cols = np.arange(grid.size)
-        a = np.searchsorted(grid, A)
-        window = moves.copy()
-        window[np.arange(n), np.minimum(a, grid.size - 1)] |= a < grid.size
-        window &= (cols >= first[:, None]) & (cols < a[:, None])
-        window[fast] = False
+        # the periods in [nxt, A): where the row's profile changes; packed left, the deadline after
+        # the last (its period runs to the deadline, not to A)
+        cols = np.arange(size)
+        window = moves & (cols >= np.where(fast, size, first)[:, None]) & (cols < np.searchsorted(grid, A)[:, None])
         ri, ci = np.nonzero(window)
         length = np.bincount(ri, minlength=n)
         width = int(length.max(initial=0))
         pos = np.arange(ri.size) - (np.cumsum(length) - length)[ri]
         starts = np.empty((n, width + 1))
         starts[:] = deadline[:, None]
-        starts[ri, pos] = grid[ci]
+        starts[ri, pos] = grid.take(ci)
         fits = np.full((n, width), -1)
-        fits[ri, pos] = self.fit[rows[ri], np.clip(self.free[rows[ri], ci], -1, self.top) + 1]
+        at = rows.take(ri)
+        level = np.clip(self.free.take(at * size + ci), -1, self.top) + 1
+        fits[ri, pos] = self.fit.take(at * self.fit.shape[1] + level)
         valid = np.arange(width) < length[:, None]
         kind = fast.astype(np.int8)
         todo = np.flatnonzero(~fast & (length > 0))
@@ -162,13 +234,14 @@ class Candidates:
         cost = np.cumsum(value * (until - at) * keep, axis=1)[:, -1]  # the last kept change's to the end
         return np.where(ok, cost, np.nan), ok, gpus, stop, (end, starts[k, s] + steps)
 
-    def outcome(self, i: int) -> Outcome | None:
-        """Job i's candidate (None where left to ``plan_job``) and the profile it leaves: the row's
-        profile less what the published ``ef_sim_allocation`` subtracts. Done in its first period:
-        ``up`` on the breakpoints in [now, end), not on A where A is no breakpoint (the published
-        code adds A to the profile and leaves it). Made on its periods: ``up`` to nxt and each
-        period's GPUs to the next period (to A after the last), the last one's only to the end
-        where the end falls inside it (the published code restores the count there)."""
+    def outcome(self, i: int) -> tuple[Steps, float, float, Steps] | None:
+        """Job i's candidate (None where left to ``plan_job``): its plan, end and real end, and the
+        profile it leaves: the row's profile less what the published ``ef_sim_allocation``
+        subtracts. Done in its first period: ``up`` on the breakpoints in [now, end), not on A where
+        A is no breakpoint (the published code adds A to the profile and leaves it). Made on its
+        periods: ``up`` to nxt and each period's GPUs to the next period (to A after the last), the
+        last one's only to the end where the end falls inside it (the published code restores the
+        count there)."""
         if not self.fresh[i]:
             return None
         up, end, real_end, A = int(self.up[i]), float(self.end[i]), float(self.real_end[i]), self.A[i]
@@ -181,22 +254,23 @@ class Candidates:
             if self.now < A < end and a and not self.moves[i, a]:
                 after = self.moves[i, a:].argmax() + a if self.moves[i, a:].any() else self.grid.size
                 taken[(times >= A) & (times < (self.grid[after] if after < self.grid.size else np.inf))] = 0
-            return Outcome(np.array([self.now]), np.array([up]), end, real_end, Profile.merged(times, row - taken),
-                           real_end <= self.deadline[i])
+            return Steps(np.array([self.now]), np.array([up])), end, real_end, Steps.merged(times, row - taken)
         n, s = int(self.length[i]), int(self.stop[i])
         starts, gpus = self.starts[i, :n], self.gpus[i, :n] * (np.arange(n) <= s)
         after = starts[s + 1] if s + 1 < n else A
         keys = np.concatenate([[self.now], starts[:s + 1], [end if starts[s] < end < after else after]])
         held = np.concatenate([[up], gpus[:s + 1], [0]])
-        left = Profile.merged(times, row - held[np.searchsorted(keys, times, side="right") - 1])
-        plan = Profile.merged(np.concatenate([[self.now], starts]), np.concatenate([[up], gpus]))
-        return Outcome(plan.times, plan.free, end, real_end, left, real_end <= self.deadline[i])
+        left = Steps.merged(times, row - held[np.searchsorted(keys, times, side="right") - 1])
+        plan = Steps.merged(np.concatenate([[self.now], starts]), np.concatenate([[up], gpus]))
+        return plan, end, real_end, left
 
-    def update(self, i: int, job: PlanJob, profile: Profile) -> None:
-        """Job i took ``job``'s new plan, leaving ``profile``: the grid gains its new times, every
-        other row the profile's change, row i its new profile without its new plan; a candidate
-        stops being fresh where a row's breakpoints or fits change up to the last time it read."""
-        new = np.append(profile.times, job.end)
+    def update(self, i: int, plan: Steps, end: float, profile: Steps) -> None:
+        """Job i took ``plan`` (held until ``end``), leaving ``profile``: the grid gains its new times,
+        every other row the profile's change, row i its new profile without its new plan; a
+        candidate stops being fresh where a row's breakpoints or fits change up to the last time
+        it read."""
+        self.plans[i], self.ends[i] = plan, end
+        new = np.append(profile.times, end)
         at = np.minimum(np.searchsorted(self.grid, new), self.grid.size - 1)
         new = _unique(new[self.grid[at] != new])
         if new.size:
@@ -227,7 +301,7 @@ class Candidates:
             self.fresh[fresh] = ~stale
         self.free += delta
         self.moves[:, turns] = self.free[:, turns] != self.free[:, turns - 1]
-        self.free[i] = base + _held(job, self.grid)
+        self.free[i] = base + _held(plan, end, self.grid)
         self.moves[i, 1:] = self.free[i, 1:] != self.free[i, :-1]
         self.fresh[i] = False
         self.base = base
@@ -238,15 +312,15 @@ def _unique(t: np.ndarray) -> np.ndarray:
     return t[np.concatenate(([True], t[1:] != t[:-1]))] if t.size else t
 
 
-def _on(profile: Profile, times: np.ndarray, total: int) -> np.ndarray:
+def _on(profile: Steps, times: np.ndarray, total: int) -> np.ndarray:
     """The profile's free GPUs at ``times`` (``total`` before its first breakpoint)."""
-    return np.concatenate(([total], profile.free))[np.searchsorted(profile.times, times, side="right")]
+    return np.concatenate(([total], profile.values))[np.searchsorted(profile.times, times, side="right")]
 
 
-def _held(job: PlanJob, times: np.ndarray) -> np.ndarray:
-    """The GPUs ``job``'s plan holds at ``times`` (from its first change to its end)."""
-    at = np.searchsorted(job.times, times, side="right") - 1
-    return np.where((at >= 0) & (times < job.end), job.counts[np.maximum(at, 0)], 0)
+def _held(plan: Steps, end: float, times: np.ndarray) -> np.ndarray:
+    """The GPUs ``plan`` holds at ``times`` (from its first change to ``end``)."""
+    at = np.searchsorted(plan.times, times, side="right") - 1
+    return np.where((at >= 0) & (times < end), plan.values[np.maximum(at, 0)], 0)
 
 
 def _next(marks: np.ndarray) -> np.ndarray:
@@ -257,34 +331,34 @@ def _next(marks: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass
-class Leftover:
-    """What :func:`allocate_free` leaves: the ``profile``, the plan ends its scale-ups
-    ``replaced``, and the jobs ``ranked`` as its last sort by marginal GPU time left them."""
+def allocate_free(jobs: list[PlanJob], profile: dict, now: float, slot: float, total: int) -> Leftover:
+    """Hand the GPUs free now to ``jobs`` by marginal GPU time, as
+    :func:`formulations.elasticflow_events.allocate_free` (same plans, profile and ranking), with
+    the candidates of all jobs made at once from :data:`BATCH_FROM` jobs on."""
+    if len(jobs) < BATCH_FROM:
+        return events.allocate_free(jobs, profile, now, slot, total)
+    return batched(jobs, profile, now, slot, total)
 
-    profile: Profile
-    replaced: set
-    ranked: list
 
-
-def allocate_free(jobs: list[PlanJob], profile: Profile, now: float, slot: float, total: int) -> Leftover:
-    """Hand the GPUs free now to ``jobs`` by marginal GPU time (published ``allocate_free_gpus``):
-    each job that can take its next level within the free GPUs is valued by (GPU·s of its plan
-    re-made with that level now − GPU·s of its plan) / added GPUs (+∞ for a job without GPUs,
-    −∞ for one that cannot grow); the jobs are sorted by value, ties in their previous order
-    (first: planning order); the first that can grow takes its level and re-made plan; repeat
-    while GPUs are free. Updates the jobs' plans."""
+def batched(jobs: list[PlanJob], profile: dict, now: float, slot: float, total: int) -> Leftover:
+    """:func:`formulations.elasticflow_events.allocate_free` on :class:`Candidates`: each job that can
+    take its next level within the free GPUs is valued by (GPU·s of its plan re-made with that
+    level now − GPU·s of its plan) / added GPUs (+∞ for a job without GPUs, −∞ for one that cannot
+    grow); the jobs are sorted by value, ties in their previous order (first: planning order); the
+    first that can grow takes its level and re-made plan; repeat while GPUs are free. Updates the
+    jobs' plans."""
     free = total - sum(job.gpus for job in jobs)
     replaced: set = set()
     if free <= 0:
         return Leftover(profile, replaced, list(range(len(jobs))))
-    candidates = Candidates(jobs, profile, now, slot, total)
+    left = Steps.of(profile)
+    candidates = Candidates(jobs, left, now, slot, total)
     gpus = np.array([job.gpus for job in jobs], dtype=np.int64)
     ups = np.array([job.next_level() for job in jobs], dtype=np.int64)
-    cost = np.array([job.cost for job in jobs])
+    cost = np.array([gpu_seconds(job.alloc, job.end) for job in jobs])
 
-    def remade(i: int) -> Outcome:
-        return plan_job(candidates.handed_back(i), now, jobs[i], slot, total, assigned=int(ups[i]))
+    def remade(i: int) -> events.Outcome:
+        return plan_job(candidates.handed_back(i).as_dict(), now, jobs[i], slot, total, assigned=int(ups[i]))
 
     def marginal() -> np.ndarray:
         value = np.full(len(jobs), -MAXSIZE)
@@ -295,7 +369,7 @@ def allocate_free(jobs: list[PlanJob], profile: Profile, now: float, slot: float
             new, done = candidates.costs(rows, ups[rows])
             for k in np.flatnonzero(~done):
                 out = remade(rows[k])
-                new[k] = gpu_seconds(out.times, out.counts, out.end)
+                new[k] = gpu_seconds(out.alloc, out.end)
             value[rows] = (new - cost[rows]) / (ups[rows] - gpus[rows])
         return value
 
@@ -306,11 +380,14 @@ def allocate_free(jobs: list[PlanJob], profile: Profile, now: float, slot: float
         if free <= 0 or not grows.any():
             break
         pick = int(order[np.argmax(grows)])
-        job, out = jobs[pick], candidates.outcome(pick) or remade(pick)
+        job, made = jobs[pick], candidates.outcome(pick)
+        if made is None:
+            out = remade(pick)
+            made = Steps.of(out.alloc), out.end, out.real_end, Steps.of(out.profile)
+        plan, end, real_end, left = made
         free -= int(ups[pick] - gpus[pick])
-        profile = out.profile
         replaced.add(job.end)
-        job.adopt(out)
-        candidates.update(pick, job, profile)
-        gpus[pick], ups[pick], cost[pick] = job.gpus, job.next_level(), job.cost
-    return Leftover(profile, replaced, order.tolist())
+        job.alloc, job.end, job.real_end, job.gpus = plan.as_dict(), end, real_end, int(plan.values[0])
+        candidates.update(pick, plan, end, left)
+        gpus[pick], ups[pick], cost[pick] = job.gpus, job.next_level(), gpu_seconds(job.alloc, job.end)
+    return Leftover(left.as_dict(), replaced, order.tolist())

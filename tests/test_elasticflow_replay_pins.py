@@ -1,7 +1,8 @@
 """The published ElasticFlow planner's replays (``ef``, ``elasticflow-greedy``) keep their decisions:
-on the first 80 jobs of two ITP traces, on clusters small enough for late jobs and declines, each
-job's state, start and finish time (to the last bit) and deadline outcome hash to the values the
-dict-based replay (before the array profiles) gave."""
+on the first jobs of two ITP traces, on clusters small enough for late jobs and declines (195job)
+and for hand-outs to more jobs than :data:`~formulations.elasticflow_leftover.BATCH_FROM`
+(cluster01), each job's state, start and finish time (to the last bit) and deadline outcome hash
+to the values the one-job-at-a-time hand-out gave."""
 
 import hashlib
 
@@ -16,8 +17,8 @@ EF = "elasticflow"
 PINS = {
     ("itp/195job.csv", 80, "n4g8", 240.0, "ef"): (80, 0, 73, 129, "949eacacb5250662"),
     ("itp/195job.csv", 80, "n4g8", 240.0, "elasticflow-greedy"): (64, 16, 1, 111, "f12ab1173895e6a1"),
-    ("itp/cluster10.csv", 80, "n8g8", 60.0, "ef"): (80, 0, 2, 159, "ec330895ef0adb2d"),
-    ("itp/cluster10.csv", 80, "n8g8", 60.0, "elasticflow-greedy"): (78, 2, 0, 143, "3c2d517b0e7aba47"),
+    ("itp/cluster01.csv", 140, "n16g8", 60.0, "ef"): (140, 0, 22, 231, "653023611727cf38"),
+    ("itp/cluster01.csv", 140, "n16g8", 60.0, "elasticflow-greedy"): (123, 17, 1, 141, "9524b7ac2e95418e"),
 }
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
-from formulations.elasticflow_events import MAXSIZE, PlanJob, Profile, plan_all
+from formulations.elasticflow_events import MAXSIZE, PlanJob, plan_all
 from formulations.elasticflow_leftover import allocate_free
 
 
@@ -64,7 +64,7 @@ class EFReplay(SlotPolicy):
         self._events = due_events(self._events, plans, moved, view.now, set(first_changes(plans, view.now)))
         return gpus
 
-    def _plan(self, view: JobsView, jobs: np.ndarray) -> tuple[np.ndarray, list[PlanJob], Profile, bool]:
+    def _plan(self, view: JobsView, jobs: np.ndarray) -> tuple[np.ndarray, list[PlanJob], dict, bool]:
         """``jobs`` in planning (deadline, best effort last) order, their plans on {now: G}, the
         profile left and whether every job is on time."""
         deadline = np.where(view.best_effort[jobs], MAXSIZE, view.deadline[jobs])
@@ -127,7 +127,7 @@ class EFReplay(SlotPolicy):
 
 def first_changes(plans: list[PlanJob], now: float) -> list[float]:
     """Each plan's first change of its GPU count after ``now`` (inf: none)."""
-    return [float(plan.times[plan.times > now].min(initial=np.inf)) for plan in plans]
+    return [min((t for t in plan.alloc if t > now), default=np.inf) for plan in plans]
 
 
 def due_events(events: set, plans: list[PlanJob], moved: set, now: float, joining: set) -> set:
