@@ -35,7 +35,7 @@ by a form of its own:
   columns (:class:`_FreeBlocks`), factorized with pivoting as the dense method factorizes all of H.
 
 On random instances of 60-120 distinct jobs (2-10 types, max-min, throughput, makespan) every run
-then converges to 1e-8 as the dense method does (300 of 300; before the two forms, 72 of 180
+then converges to 1e-8 as the dense method does (120 seeds x 3 programs, none stalled; before the two forms, 72 of 180
 stalled). Where the free blocks exceed :data:`FREE_MAX` cells they are eliminated like the others.
 
 Coupling rows are read per cell: when every cell has one coupling entry and a block's cells have
