@@ -39,8 +39,9 @@ this project). Two parts:
   children's user + system time. Both code bases are byte-compiled first, and the runs write
   bytecode whatever ``PYTHONDONTWRITEBYTECODE`` says: a user's runs do not compile their sources.
 
-``--large JOBS TYPES`` also times ours alone (HiGHS, which solves merged) on one instance of JOBS jobs
-and TYPES worker types (rates from the table's three, scaled per type; no published run).
+``--large JOBS TYPES`` (repeatable) also times ours alone on JOBS jobs of TYPES worker types (rates
+from the table's three, scaled per type; no published run): jobs of a few equal types with HiGHS
+(which solves them merged) and the default solver, and distinct jobs with the default solver.
 
 Writes ``benchmarks/results/versus_published.csv`` (policies, one row per kind, policy and size;
 rows not run this time are kept), ``..._large.csv`` and
@@ -69,6 +70,7 @@ import numpy as np
 from allocators import make_policy
 from formulations import AllocationProblem, finish_time_fairness
 from formulations.max_min_fairness import normalized_coefficients
+from optim import tally
 from schedopt.bench import machine
 from simulator import build_problem, parse_cluster, read_gavel_json, sample_jobs
 from simulator.simulate import default_solver
@@ -215,34 +217,51 @@ def _with_kept_rows(rows: list[dict], path: Path) -> list[dict]:
     return [{key: row.get(key, "") for key in columns} for row in merged]
 
 
-def wide_instance(table, jobs: int, types: int, seed: int = 0) -> AllocationProblem:
+def wide_instance(table, jobs: int, types: int, seed: int = 0, kind: str = "table") -> AllocationProblem:
     """``jobs`` jobs of Gavel's mix on ``types`` worker types, ``jobs / 4`` GPUs each: type j runs a
     job type at the table's rate on type ``j mod 3`` times a factor in [0.5, 1.5] drawn per job type
-    and worker type (so jobs of one type stay equal)."""
+    and worker type (so jobs of one type stay equal); ``kind="distinct"`` multiplies every cell by
+    its own U(0.9, 1.1) factor and draws weights from {1, 2, 4}, so that no two jobs are equal."""
     base = instance(table, jobs, seed)
     rng = np.random.default_rng(seed)
-    kinds, kind = np.unique(np.array(base.job_types), return_inverse=True)
+    kinds, job_kind = np.unique(np.array(base.job_types), return_inverse=True)
     factor = rng.uniform(0.5, 1.5, (kinds.size, types))
-    T = base.throughputs[:, np.arange(types) % base.num_types] * factor[kind]
+    T = base.throughputs[:, np.arange(types) % base.num_types] * factor[job_kind]
     fields = {**base.__dict__, "worker_types": tuple(f"t{j}" for j in range(types)), "throughputs": T,
               "capacities": np.full(types, max(8.0, jobs / 4))}
+    if kind == "distinct":
+        measured = np.random.default_rng([seed, 1])
+        fields["throughputs"] = T * measured.uniform(0.9, 1.1, T.shape)
+        fields["weights"] = measured.choice([1.0, 2.0, 4.0], jobs)
     return AllocationProblem(**fields)
 
 
-def large_rows(table, jobs: int, types: int, repeat: int) -> list[dict]:
-    """Ours alone on one large instance (:func:`wide_instance`): max-min, throughput and makespan on
-    HiGHS, which solves them merged (Clarabel and block see every job)."""
-    problem = wide_instance(table, jobs, types)
+def large_rows(table, sizes: list[tuple[int, int]], repeat: int) -> list[dict]:
+    """Ours alone on large instances (:func:`wide_instance`) of each size: max-min, throughput and
+    makespan, on jobs of equal types with HiGHS (which solves them merged) and the default solver,
+    and on distinct jobs with the default solver; the median call's build, translate (the backend's
+    reading of the model) and solve seconds beside it."""
     rows = []
-    for policy in ("max_min_fairness_perf", "max_sum_throughput_perf", "min_total_duration_perf"):
-        times = []
-        for _ in range(repeat):  # only the last allocation is kept: 1,000,000 x 10 shares are 80 MB
-            seconds, x = ours_call(policy, "highs", problem)
-            times.append(seconds)
-        row = {"policy": policy, "jobs": jobs, "types": types, "solver": "highs",
-               "seconds": round(statistics.median(times), 3), "value": score(policy, problem, x)}
-        print(row, flush=True)
-        rows.append(row)
+    for (jobs, types), kind in itertools.product(sizes, ("table", "distinct")):
+        problem = wide_instance(table, jobs, types, kind=kind)
+        for policy, solver in itertools.product(("max_min_fairness_perf", "max_sum_throughput_perf",
+                                                 "min_total_duration_perf"), ("highs", "auto")):
+            if kind == "distinct" and solver == "highs":
+                continue
+            times, splits = [], []
+            for _ in range(repeat):  # only the last allocation is kept: 1,000,000 x 10 shares are 80 MB
+                with tally() as counted:
+                    seconds, x = ours_call(policy, solver, problem)
+                times.append(seconds)
+                splits.append(counted)
+            split = splits[int(np.argsort(times)[len(times) // 2])]
+            row = {"kind": kind, "policy": policy, "jobs": jobs, "types": types,
+                   "solver": default_solver(policy) if solver == "auto" else solver,
+                   "seconds": round(statistics.median(times), 3), "build_s": round(split.build, 3),
+                   "translate_s": round(split.translate, 3), "solve_s": round(split.solve, 3),
+                   "value": score(policy, problem, x)}
+            print(row, flush=True)
+            rows.append(row)
     return rows
 
 
@@ -319,8 +338,8 @@ def main() -> None:
                         help="a solver that takes the program over every job itself (not auto or block; a vertex "
                              "backend on the distinct kinds, or on a policy that does not solve over classes) takes "
                              "minutes from 100,000 jobs")
-    parser.add_argument("--large", type=int, nargs=2, metavar=("JOBS", "TYPES"),
-                        help="also time ours alone (highs) on JOBS jobs of TYPES worker types")
+    parser.add_argument("--large", type=int, nargs=2, metavar=("JOBS", "TYPES"), action="append",
+                        help="also time ours alone on JOBS jobs of TYPES worker types (repeatable)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--replays", action="store_true")
     parser.add_argument("--gavel-python", default=sys.executable)
@@ -334,7 +353,7 @@ def main() -> None:
         table = read_gavel_json(args.data / "gavel" / "simulation_throughputs.json")
         policy_rows(args, table)
         if args.large:
-            write_rows(large_rows(table, *args.large, args.repeat), RESULTS / "versus_published_large.csv")
+            write_rows(large_rows(table, args.large, args.repeat), RESULTS / "versus_published_large.csv")
     if args.replays:
         write_rows(replay_rows(args), RESULTS / "versus_published_replays.csv")
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from optim import Basis, CanonicalModel, CsrArrays, Model, Result
 from optim.basis import BASIC, LOWER, UPPER
+from optim.price_directed import balance
 from optim.sparse import scipy_sparse as sp
 
 from . import combinations, published
@@ -91,7 +92,7 @@ def start_basis(problem: AllocationProblem, model: Model, variant: Variant = "pe
     No job passes ``Z = min_i max_j c_ij`` (``c = k T`` on runnable cells): the level of the job
     whose best rate is lowest, all its time at that rate. Every job runs alone on one type where
     its rate reaches Z, first the one of largest ``c_ij W_j``; then the types are balanced for Z
-    (:func:`_balance`). The level is the largest these choices reach, ``z = min(min_j W_j /
+    (:func:`optim.price_directed.balance`). The level is the largest these choices reach, ``z = min(min_j W_j /
     sum_{i on j} s_i / c_ij, Z)`` (weighted by a merged problem's class sizes). Basic: z, each
     job's chosen cell, the time budgets' slacks and the capacities' but the one that sets z (else
     the worst job's time budget); every fairness row and every other cell at its bound. None where
@@ -114,7 +115,9 @@ def start_basis(problem: AllocationProblem, model: Model, variant: Variant = "pe
     W = problem.capacities.astype(float)
     best = np.where(allowed, coef * W, -1.0).argmax(axis=1)
     gpus = problem.scale_factors * combinations.multiplicity(problem)
-    best, load = _balance(coef, allowed, gpus, W, best, top[worst])
+    with np.errstate(divide="ignore"):
+        per_level = np.where(allowed, gpus[:, None] / coef, np.inf)
+    best, load = balance(per_level, allowed, W, best, top[worst])
     by_type = np.divide(W, load, out=np.full(n, np.inf), where=load > 0)
     columns = np.full(canon.num_vars, LOWER, dtype=np.int8)
     columns[x.start + np.arange(m) * n + best] = BASIC
@@ -124,46 +127,6 @@ def start_basis(problem: AllocationProblem, model: Model, variant: Variant = "pe
     j = int(by_type.argmin())
     status[rows["capacity"].start + j if by_type[j] <= top[worst] else rows["time_budget"].start + worst] = UPPER
     return Basis(columns, status)
-
-
-def _balance(coef: np.ndarray, allowed: np.ndarray, gpus: np.ndarray, W: np.ndarray, best: np.ndarray,
-             Z: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(best', load)``: the choice of one ``allowed`` type per job ``best`` rebalanced for level
-    Z, and each type's GPUs per unit level ``load_j = sum_{i on j} s_i / c_ij``.
-
-    Job i on type j takes ``Z s_i / c_ij`` GPUs at level Z. In each of at most n rounds, the type
-    most over its capacity at Z (if any) sheds jobs until it fits: in order of the GPUs they would
-    take elsewhere per GPU they free, each to the allowed type with room where it would take
-    fewest, as long as that type keeps room. A round that moves no job ends the balance."""
-    m, n = coef.shape
-    jobs = np.arange(m)
-    load = np.bincount(best, weights=gpus / coef[jobs, best], minlength=n)
-    spare = (W - Z * load).tolist()
-    for _ in range(n):
-        j = min(range(n), key=spare.__getitem__)
-        if spare[j] >= 0:
-            break
-        on = np.flatnonzero(best == j)
-        room = np.array(spare) > 0
-        per_level = np.divide(gpus[on, None], coef[on], out=np.full((on.size, n), np.inf), where=allowed[on] & room)
-        dest = per_level.argmin(axis=1)
-        add = per_level[np.arange(on.size), dest]
-        free = Z * gpus[on] / coef[on, j]
-        order = np.argsort(Z * add / free, kind="stable")
-        moved = False
-        for i, d, more, less in zip(on[order].tolist(), dest[order].tolist(), (Z * add[order]).tolist(),
-                                    free[order].tolist(), strict=True):
-            if more == np.inf:
-                break
-            if more <= spare[d]:
-                best[i], moved = d, True
-                spare[d] -= more
-                spare[j] += less
-                if spare[j] >= 0:
-                    break
-        if not moved:
-            break
-    return best, np.bincount(best, weights=gpus / coef[jobs, best], minlength=n)
 
 
 def decode(problem: AllocationProblem, model: Model, result: Result, policy: str) -> Allocation:

@@ -88,3 +88,22 @@ def jobs_equal_but_for_steps(draw):
     repeats = np.array(draw(st.lists(st.booleans(), min_size=m, max_size=m)))
     steps = np.where(repeats, steps[0], steps)
     return dataclasses.replace(problem, weights=np.ones(m), remaining_steps=steps)
+
+
+@st.composite
+def distinct_jobs(draw, min_jobs: int = 60, max_jobs: int = 120, per_job=(0.3, 0.75, 1.5, 3.0)):
+    """``min_jobs``-``max_jobs`` jobs with their own throughputs (some cells 0), scale factors
+    1/2/4, weights 1/2/4 and steps on 2-10 worker types, from oversubscribed (``per_job[0]`` GPUs a
+    job) to roomy."""
+    n = draw(st.integers(2, 10))
+    m = draw(st.integers(min_jobs, max_jobs))
+    seed = draw(st.integers(0, 2**32 - 1))
+    share = draw(st.sampled_from(list(per_job)))
+    rng = np.random.default_rng(seed)
+    T = rng.uniform(0.5, 50.0, (m, n)) * (rng.random((m, n)) > 0.1)
+    T[np.arange(m), rng.integers(0, n, m)] = rng.uniform(0.5, 50.0, m)  # every job runs somewhere
+    caps = np.maximum(4, np.round(rng.dirichlet(np.ones(n)) * share * m))
+    return AllocationProblem(worker_types=tuple(f"t{j}" for j in range(n)), capacities=caps, job_ids=np.arange(m),
+                             job_types=tuple(f"j{i}" for i in range(m)),
+                             scale_factors=rng.choice([1, 2, 4], m), weights=rng.choice([1.0, 2.0, 4.0], m),
+                             throughputs=T, remaining_steps=rng.uniform(1e3, 1e6, m))

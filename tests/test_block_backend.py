@@ -44,12 +44,17 @@ def test_a_model_without_blocks_is_solved_by_clarabel_and_says_so():
     problem = AllocationProblem(worker_types=("a",), capacities=np.array([2.0]), job_ids=np.arange(3),
                                 job_types=("x", "y", "z"), scale_factors=np.ones(3), weights=np.ones(3),
                                 throughputs=np.array([[1.0], [2.0], [3.0]]))
-    res = solve(max_min_fairness.build(problem, "perf").canonical(), "block")
+    canon = max_min_fairness.build(problem, "perf").canonical()
+    res = solve(canon, "block:ipm")
     assert res.status is Status.OPTIMAL and res.backend == "clarabel"
     assert any("not block-angular" in note and "solved by clarabel" in note for note in res.notes)
+    # of the assignment shape all the same: the price-directed method takes it under "block"
+    ours = solve(canon, "block")
+    assert ours.backend == "block" and ours.message.startswith("price-directed") and not ours.notes
+    assert ours.objective == pytest.approx(res.objective, rel=1e-7)
 
 
-def test_a_model_merging_does_not_shrink_is_solved_by_clarabel_below_the_eliminating_size_and_says_so():
+def test_the_interior_point_path_hands_distinct_blocks_to_clarabel_below_the_eliminating_size_and_says_so():
     # 40 jobs of distinct rates: 121 columns, no equal blocks (tests/test_block_schur.py solves such
     # models with the eliminating steps)
     rng = np.random.default_rng(1)
@@ -57,7 +62,7 @@ def test_a_model_merging_does_not_shrink_is_solved_by_clarabel_below_the_elimina
                                 job_ids=np.arange(40), job_types=tuple(f"j{i}" for i in range(40)),
                                 scale_factors=np.ones(40), weights=np.ones(40), throughputs=rng.uniform(1, 9, (40, 3)))
     canon = max_min_fairness.build(problem, "perf").canonical()
-    res = solve(canon, "block")
+    res = solve(canon, "block:ipm")
     assert res.backend == "clarabel" and any("Clarabel is faster below" in note for note in res.notes)
     assert res.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-7)
 
@@ -80,5 +85,5 @@ def test_auto_hands_small_models_to_clarabel_unchanged_and_large_distinct_ones_t
                               weights=rng.choice([1.0, 2.0, 4.0], m), throughputs=rng.uniform(1, 9, (m, 3)))
     canon = max_min_fairness.build(large, "perf").canonical()
     res = solve(canon, "block:auto")
-    assert res.backend == "block:auto" and f"{m} blocks" in res.message
+    assert res.backend == "block:auto" and res.message.startswith("price-directed") and f"{m} blocks" in res.message
     assert res.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-7)

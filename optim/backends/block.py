@@ -1,24 +1,30 @@
-"""``block``: schedopt's own interior-point method for block-angular LPs (:mod:`optim.block_lp`):
-the Gavel family's programs, and any LP of their shape (per-job blocks, a few coupling rows and
-linking columns, found from the sparsity).
+"""``block``: schedopt's own methods for block-angular LPs: the Gavel family's programs, and any
+LP of their shape (per-job blocks, a few coupling rows and linking columns, found from the
+sparsity).
 
-Where equal blocks merge :data:`MERGE_GAIN` times into at most :data:`~optim.block_lp.DENSE_MAX`
-columns, the merged LP is solved with dense Newton steps; otherwise every block is kept and the
-Newton steps eliminate them (:mod:`optim.block_schur`), at a cost linear in the blocks. A model
-without that structure (equality rows, integers, cones, one block), or one where the method stops
-short of its tolerance, is solved by Clarabel instead, and the result says so in its notes and
-message."""
+An LP of the assignment shape (:mod:`optim.assignment_lp`: one budget row per block, at most one
+level row, capacity rows; total throughput, max-min fairness, makespan) is solved by the exact
+price-directed method (:mod:`optim.price_directed`), at any size. Every other block-angular LP,
+and one where that method gives up (its notes say so), is solved by the interior-point method
+(:mod:`optim.block_lp`; ``block:ipm`` forces it): where equal blocks merge :data:`MERGE_GAIN`
+times into at most :data:`~optim.block_lp.DENSE_MAX` columns, the merged LP with dense Newton
+steps; otherwise every block is kept and the Newton steps eliminate them (:mod:`optim.block_schur`),
+at a cost linear in the blocks. A model without that structure (equality rows, integers, cones,
+one block), or one where the method stops short of its tolerance, is solved by Clarabel instead,
+and the result says so in its notes and message."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..assignment_lp import AssignmentLP, assignment_structure, to_result
 from ..block_lp import DENSE_MAX, aggregate, block_structure, solve_block
 from ..block_schur import aligned
 from ..canonical import CanonicalModel
 from ..capabilities import Capability
 from ..errors import CapabilityError
 from ..options import SolveOptions
+from ..price_directed import AssignmentSolution, NotSolved, solve_assignment
 from ..result import Result, Status, Timings
 from ..sparse import transpose_times
 from .base import Backend, stopwatch
@@ -34,24 +40,33 @@ TOL = 1e-8
 #: is faster (max-min fairness of 1,024 distinct jobs: 82-94 ms against 84-87 ms; of 256: 62-74 against
 #: 12-14 ms; benchmarks/README.md, "Versus the published Gavel code")
 ELIMINATE_MIN_BLOCKS = 1024
-#: under ``auto``, the fewest blocks for the block method (distinct or merged): below it every model
-#: goes to Clarabel, the default before, so that no simulation of the published traces (at most a
-#: few hundred jobs at a time) moves; at 4,096 distinct jobs and more the block method is faster
-AUTO_MIN_BLOCKS = 4096
+#: under ``auto``, the fewest blocks for the block methods (distinct or merged): below it every model
+#: goes to Clarabel, the default before, so that no default-mode benchmark row moves (the traces of
+#: ``benchmarks.gavel_fidelity`` and ``benchmarks.matrix`` have at most 195 jobs). The block methods
+#: return other points of a wide optimal face: run at every size, the price-directed method's moved
+#: 71 of the 384 default-mode rows of ``benchmarks.gavel_fidelity`` (average JCT -10 % to +32 %)
+AUTO_MIN_BLOCKS = 256
+#: under ``auto``, the fewest blocks for the interior-point path (a model without the assignment
+#: shape): below, Clarabel is faster (max-min fairness at 256-4,096 distinct jobs)
+AUTO_IPM_MIN_BLOCKS = 4096
 
 
 class BlockBackend(Backend):
-    """The block method; ``auto``: what ``--solver auto`` runs for LP policies: the block method on
-    block-angular models of at least :data:`AUTO_MIN_BLOCKS` blocks, Clarabel on every other model
-    (its own choice, so the result has no note of it, only the message)."""
+    """The block methods; ``auto``: what ``--solver auto`` runs for LP policies: the price-directed
+    method on assignment-shaped models of at least :data:`AUTO_MIN_BLOCKS` blocks, the
+    interior-point method on other block-angular models of at least :data:`AUTO_IPM_MIN_BLOCKS`;
+    Clarabel on every other model (its own choice, so the
+    result has no note of it, only the message); ``ipm``: the interior-point path only."""
 
     spec = "block"
     package = "numpy"
 
-    def __init__(self, auto: bool = False):
-        self.auto = auto
+    def __init__(self, auto: bool = False, ipm: bool = False):
+        self.auto, self.ipm = auto, ipm
         if auto:
             self.spec = "block:auto"
+        elif ipm:
+            self.spec = "block:ipm"
 
     def capabilities(self) -> frozenset[Capability]:
         return frozenset({Capability.LP, Capability.DUALS})
@@ -61,13 +76,46 @@ class BlockBackend(Backend):
 
     def solve(self, model: CanonicalModel, options: SolveOptions) -> Result:
         timings = Timings()
+        with stopwatch(timings, "translate"):
+            small = self.auto and model.num_vars < AUTO_MIN_BLOCKS
+            shape = None if self.ipm or small else assignment_structure(model)
+        fallback = None
+        if shape is not None and (not self.auto or shape.shape[0] >= AUTO_MIN_BLOCKS):
+            try:
+                with stopwatch(timings, "solve"):
+                    sol = solve_assignment(shape)
+                return self._assignment_result(model, shape, sol, timings)
+            except NotSolved as exc:
+                fallback = str(exc)
+        result = self._block_method(model, options, timings)
+        if fallback is not None:
+            result.notes.insert(0, f"{fallback}; solved by the block method's other path")
+        return result
+
+    def _assignment_result(self, model: CanonicalModel, shape: AssignmentLP, sol: AssignmentSolution,
+                           timings: Timings) -> Result:
+        """The price-directed method's answer as the model's :class:`Result`."""
+        m = shape.shape[0]
+        over = f"{m} blocks" if sol.classes is None else f"{sol.classes} classes of {m} blocks"
+        how = (f"{sol.rounds} round(s), {sol.programs} reduced LP(s), working set up to {sol.largest}, over {over}"
+               if sol.programs else f"no capacity binds, over {over}")
+        result = Result(Status.OPTIMAL, self.spec, message=f"price-directed: {how}", timings=timings,
+                        solver_version=VERSION, iterations=sol.rounds, blocks=model.blocks)
+        result.x, result.row_duals = to_result(shape, model, sol.x, sol.z, sol.y, sol.mu, sol.lam)
+        result.objective = model.objective_value(result.x)
+        result.bound = shape.sign * shape.level_cost * sol.bound + model.offset
+        result.reduced_costs = model.c - transpose_times(model.A, result.row_duals)
+        return result
+
+    def _block_method(self, model: CanonicalModel, options: SolveOptions, timings: Timings) -> Result:
+        """The interior-point path (module docstring)."""
         try:
             with stopwatch(timings, "translate"):
-                if self.auto and model.num_vars < AUTO_MIN_BLOCKS:
+                if self.auto and model.num_vars < AUTO_IPM_MIN_BLOCKS:
                     raise CapabilityError(f"block:auto: {model.num_vars} columns (the block method from "
-                                          f"{AUTO_MIN_BLOCKS:,} blocks)")
+                                          f"{AUTO_IPM_MIN_BLOCKS:,} blocks)")
                 lp = block_structure(model)
-                if lp.col_x.shape[0] < (AUTO_MIN_BLOCKS if self.auto else 2):
+                if lp.col_x.shape[0] < (AUTO_IPM_MIN_BLOCKS if self.auto else 2):
                     raise CapabilityError(f"block: {lp.col_x.shape[0]} blocks" if self.auto else
                                           "block: the model is not block-angular (one block)")
                 merged = aggregate(lp) if _may_merge(lp) else None

@@ -1,0 +1,256 @@
+"""Assignment-shaped LPs, found from a model's sparsity: m blocks share K capacity rows, each
+block owns one budget row and, in the level form, one level row tied to a single level column.
+
+In the internal form (every row ``<=``, maximize)::
+
+    sum form:    maximize  sum_bk c_bk x_bk
+    level form:  maximize  z    s.t.  z <= sum_k a_bk x_bk               (level row of block b)
+    both:        sum_k e_bk x_bk <= h_b   (budget row of b),   sum_b g_bk x_bk <= n_k   (capacity row k)
+                 x_bk >= 0, and x_bk = 0 off the runnable cells
+
+with ``e > 0``, ``g, a >= 0``. Gavel's total throughput (sum), max-min fairness and makespan
+(level) are of this shape, and so is any user program that states the same rows
+(:func:`assignment_structure` reads them from the canonical arrays, never from names).
+:func:`to_result` maps an internal solution and its duals back onto the model's columns and rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .canonical import CanonicalModel
+
+
+@dataclass
+class AssignmentLP:
+    """The internal form (module docstring) with the map back to the model."""
+
+    c: np.ndarray | None  # (m, K) sum form; None in the level form
+    a: np.ndarray | None  # (m, K) level form
+    g: np.ndarray  # (m, K) capacity coefficients
+    e: np.ndarray  # (m, K) budget coefficients (1 off the cells)
+    h: np.ndarray  # (m,) budgets
+    n: np.ndarray  # (K,) capacities
+    run: np.ndarray  # (m, K) bool: the cell is a column that may be positive
+    col: np.ndarray  # (m, K) the cell's model column, -1 where none
+    z_col: int  # the level column, -1 in the sum form
+    z_lo: float  # the level column's lower bound (internal sense)
+    cap_rows: np.ndarray  # (K,) model rows
+    budget_rows: np.ndarray  # (m,)
+    level_rows: np.ndarray | None  # (m,)
+    level_scale: np.ndarray | None  # (m,) the level column's coefficient in each level row
+    flip: np.ndarray  # (rows,) -1 where the model's row is ``>=``
+    sign: float  # -1 where the model minimizes
+    model_c_z: float = 0.0  # the level column's cost in the model
+
+    @property
+    def level_cost(self) -> float:
+        """The level column's cost in the internal sense (1 in the sum form)."""
+        return self.sign * float(self.model_c_z) if self.a is not None else 1.0
+
+    @property
+    def level(self) -> bool:
+        return self.a is not None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.g.shape
+
+
+def assignment_structure(model: CanonicalModel) -> AssignmentLP | None:
+    """The model in the internal form, or None where it is not of the assignment shape."""
+    if model.integrality.any() or model.log_terms is not None or model.hyperbolic is not None:
+        return None
+    lo, hi = model.row_lo, model.row_hi
+    upper, lower = np.isfinite(hi) & ~np.isfinite(lo), np.isfinite(lo) & ~np.isfinite(hi)
+    indices = np.asarray(model.A.indices)
+    row_nnz = np.bincount(indices, minlength=lo.size)
+    if not (upper | lower | (row_nnz == 0)).all():
+        return None
+    flip = np.where(lower, -1.0, 1.0)
+    rhs = np.where(lower, -lo, hi)
+    sign = 1.0 if model.sense == "max" else -1.0
+    c = sign * np.asarray(model.c, dtype=float)
+    data = np.asarray(model.A.data, dtype=float) * flip[indices] if lower.any() else np.asarray(model.A.data, float)
+    priced = np.flatnonzero(c)
+    if priced.size == 1 and c[priced[0]] > 0 and model.col_hi[priced[0]] == np.inf:
+        lp = _read(model, flip, rhs, sign, c, data, int(priced[0]), row_nnz)
+        if lp is not None:
+            return lp
+    return _read(model, flip, rhs, sign, c, data, -1, row_nnz)
+
+
+def _read(model: CanonicalModel, flip: np.ndarray, rhs: np.ndarray, sign: float, c: np.ndarray, data: np.ndarray,
+          z: int, row_nnz: np.ndarray) -> AssignmentLP | None:
+    """The model read with column ``z`` as the level column (the sum form where -1), or None."""
+    lo = model.row_lo
+    indptr, indices = np.asarray(model.A.indptr), np.asarray(model.A.indices)
+    counts = np.diff(indptr)
+    level = z >= 0
+    if not level and (counts > 2).any():
+        return None
+    is_level_row = np.zeros(lo.size, dtype=bool)
+    if level:
+        z_rows = indices[indptr[z]:indptr[z + 1]]
+        if (data[indptr[z]:indptr[z + 1]] <= 0).any() or (rhs[z_rows] != 0).any():
+            return None
+        is_level_row[z_rows] = True
+    cols = np.flatnonzero(np.arange(counts.size) != z)
+    per = counts[cols]
+    if ((per != 2) & (per != 3 if level else True)).any():
+        return None
+    entries = _cell_entries(indptr, indices, data, cols, per, z, is_level_row)
+    if entries is None:
+        return None
+    rows2, vals2, level_entries = entries
+    for split in _splits(rows2, lo.size):
+        lp = _layout(model, split, vals2, cols, rhs, flip, sign, c, z, is_level_row, row_nnz)
+        if lp is not None and (not level or _with_level_rows(lp, model, z, data, indices, indptr, level_entries,
+                                                              split[4], cols)):
+            return lp
+    return None
+
+
+def _cell_entries(indptr, indices, data, cols, per, z, is_level_row):
+    """Each cell's two capacity-or-budget entries ``((rows0, rows1), (vals0, vals1))`` in column
+    order and its level-row entries ``(rows, columns, values)``, or None where a cell has not
+    exactly ``per - 2`` entries in level rows. The common layouts (every cell's level entry last,
+    as :class:`~optim.Model` and the formulations lay models out) are read without sorting."""
+    start = indptr[cols]
+    rows0, rows1 = indices[start], indices[start + 1]
+    vals0, vals1 = data[start], data[start + 1]
+    if z < 0:
+        return (rows0, rows1), (vals0, vals1), (np.zeros(0, dtype=np.int64), cols[:0], np.zeros(0))
+    has3 = per == 3
+    third = start[has3] + 2
+    if is_level_row[indices[third]].all() and not (is_level_row[rows0].any() or is_level_row[rows1].any()):
+        return (rows0, rows1), (vals0, vals1), (indices[third], cols[has3], data[third])
+    third = np.minimum(start + 2, indices.size - 1)
+    rows3 = np.stack([rows0, rows1, np.where(has3, indices[third], -1)], axis=1)
+    vals3 = np.stack([vals0, vals1, np.where(has3, data[third], 0.0)], axis=1)
+    present = np.ones(rows3.shape, dtype=bool)
+    present[:, 2] = has3
+    on_level = present & is_level_row[rows3]
+    if (on_level.sum(axis=1) != per - 2).any():
+        return None
+    rows2, vals2 = rows3[present & ~on_level].reshape(-1, 2), vals3[present & ~on_level].reshape(-1, 2)
+    lv = on_level.any(axis=1)
+    return (rows2[:, 0], rows2[:, 1]), (vals2[:, 0], vals2[:, 1]), (rows3[on_level], cols[lv], vals3[on_level])
+
+
+def _layout(model: CanonicalModel, split, vals2: np.ndarray, cols: np.ndarray, rhs: np.ndarray, flip: np.ndarray,
+            sign: float, c: np.ndarray, z: int, is_level_row: np.ndarray, row_nnz: np.ndarray) -> AssignmentLP | None:
+    """The (m, K) arrays of one split of the cells' rows into capacity and budget rows, or None."""
+    cap_first, cap_rows, k, budget_rows, b = split
+    g_v = np.where(cap_first, vals2[0], vals2[1])
+    e_v = np.where(cap_first, vals2[1], vals2[0])
+    m, K = budget_rows.size, cap_rows.size
+    if (e_v <= 0).any() or (g_v < 0).any() or (rhs[budget_rows] < 0).any() or (rhs[cap_rows] < 0).any():
+        return None
+    col_lo, col_hi = model.col_lo[cols], model.col_hi[cols]
+    if (col_lo != 0).any() or not np.isin(col_hi, (0.0, np.inf)).all():
+        return None
+    cells = b * K + k
+    col = np.full(m * K, -1, dtype=np.int64)
+    col[cells] = cols
+    run = np.zeros(m * K, dtype=bool)
+    run[cells] = col_hi > 0
+    g, e = np.zeros(m * K), np.ones(m * K)
+    g[cells], e[cells] = g_v, e_v
+    used = is_level_row.copy()
+    used[cap_rows] = used[budget_rows] = True
+    if (~used & (row_nnz > 0)).any():
+        return None
+    lp = AssignmentLP(c=None, a=None, g=g.reshape(m, K), e=e.reshape(m, K), h=rhs[budget_rows].astype(float),
+                      n=rhs[cap_rows].astype(float), run=run.reshape(m, K), col=col.reshape(m, K), z_col=z,
+                      z_lo=-np.inf, cap_rows=cap_rows, budget_rows=budget_rows, level_rows=None,
+                      level_scale=None, flip=flip, sign=sign)
+    if z < 0:
+        cell_c = np.zeros(m * K)
+        cell_c[cells] = c[cols]
+        lp.c = cell_c.reshape(m, K)
+    return lp
+
+
+def _splits(rows2: tuple[np.ndarray, np.ndarray], size: int):
+    """The valid ways to read each cell's two rows as its capacity row and its budget row, as
+    ``(cap_first, cap_rows, k, budget_rows, b)``: the capacity side the row with more entries (a
+    capacity row has one per block on the type, a budget row one per type of its block), then
+    (where few blocks make that ambiguous) the first row, then the second. Valid: no row on both
+    sides, no block with two cells in one capacity row."""
+    first, second = rows2
+    count = np.bincount(first, minlength=size) + np.bincount(second, minlength=size)
+    for cap_first in (count[first] > count[second], np.ones(first.size, dtype=bool),
+                      np.zeros(first.size, dtype=bool)):
+        if cap_first.all():
+            cap_side, budget_side = first, second
+        elif not cap_first.any():
+            cap_side, budget_side = second, first
+        else:
+            cap_side, budget_side = np.where(cap_first, first, second), np.where(cap_first, second, first)
+        cap_rows, k = _ranks(cap_side, size)
+        budget_rows, b = _ranks(budget_side, size)
+        K = cap_rows.size
+        if not np.isin(cap_rows, budget_rows, assume_unique=True).any() and np.bincount(b * K + k).max(initial=0) <= 1:
+            yield cap_first, cap_rows, k, budget_rows, b
+
+
+def _ranks(rows: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``rows`` in order and each entry's rank among them."""
+    mark = np.zeros(size, dtype=bool)
+    mark[rows] = True
+    rank = np.cumsum(mark) - 1
+    return np.flatnonzero(mark), rank[rows]
+
+
+def _with_level_rows(lp: AssignmentLP, model: CanonicalModel, z: int, data, indices, indptr, level_entries, b,
+                     cols) -> AssignmentLP | None:
+    """``lp`` completed with the level rows: one per block, the level column's coefficient
+    ``alpha_b > 0`` in it, ``a_bk = -A_(row, cell) / alpha_b >= 0``; ``level_entries``: the
+    cells' entries in level rows as (rows, columns, values)."""
+    m, K = lp.shape
+    block_of_col = np.full(model.num_vars, -1, dtype=np.int64)
+    block_of_col[cols] = b
+    row_block = np.full(model.row_lo.size, -1, dtype=np.int64)
+    lv_rows, lv_cols, lv_vals = level_entries
+    lv_blocks = block_of_col[lv_cols]
+    row_block[lv_rows] = lv_blocks
+    if (row_block[lv_rows] != lv_blocks).any():
+        return None  # a level row shared by two blocks
+    z_rows, alpha = indices[indptr[z]:indptr[z + 1]], data[indptr[z]:indptr[z + 1]]
+    blocks = row_block[z_rows]
+    if z_rows.size != m or (blocks < 0).any() or np.bincount(blocks, minlength=m).max(initial=0) > 1:
+        return None
+    level_rows, scale = np.empty(m, dtype=np.int64), np.empty(m)
+    level_rows[blocks], scale[blocks] = z_rows, alpha
+    position = np.full(model.num_vars, -1, dtype=np.int64)
+    position[lp.col[lp.col >= 0]] = np.flatnonzero(lp.col.reshape(-1) >= 0)
+    a = np.zeros(m * K)
+    a[position[lv_cols]] = -lv_vals / scale[lv_blocks]
+    if (a < 0).any():
+        return None
+    lp.a, lp.level_rows, lp.level_scale = a.reshape(m, K), level_rows, scale
+    lp.model_c_z = float(model.c[z])
+    lp.z_lo = float(model.col_lo[z])
+    return lp
+
+
+def to_result(lp: AssignmentLP, model: CanonicalModel, x: np.ndarray, z: float, y: np.ndarray, mu: np.ndarray,
+              lam: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The model's column values and row duals (``c = A^T duals + reduced costs``) of an
+    internal solution ``x`` (m, K), level ``z`` and internal duals ``y`` (capacity), ``mu``
+    (budget), ``lam`` (level rows), those of the level form per unit of z (scaled here by the
+    level column's cost)."""
+    values = np.zeros(model.num_vars)
+    cells = lp.col >= 0
+    values[lp.col[cells]] = x[cells]
+    internal = np.zeros(model.row_lo.size)
+    internal[lp.cap_rows], internal[lp.budget_rows] = y, mu
+    if lp.level:
+        values[lp.z_col] = z
+        internal[lp.level_rows] = lam / lp.level_scale
+    return values, lp.sign * lp.flip * internal * lp.level_cost
+
+

@@ -1,0 +1,145 @@
+"""The price-directed method (:mod:`optim.price_directed`) on assignment-shaped LPs: objective,
+certificate and feasibility against HiGHS and Clarabel on jobs no two alike, with the sampling
+and the working set forced on small instances; degenerate, infeasible and user-built programs."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+import pytest
+from helpers import distinct_jobs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formulations import AllocationProblem, max_min_fairness, max_sum_throughput, min_total_duration
+from optim import Model, Status, solve
+from optim import price_directed as pd
+from optim.assignment_lp import assignment_structure
+
+BUILDS = {
+    "max_min_fairness": lambda p: max_min_fairness.build(p, "perf"),
+    "max_sum_throughput": lambda p: max_sum_throughput.build(p, "perf"),
+    "min_total_duration": lambda p: min_total_duration.build(p, "perf"),
+}
+
+
+def check_certificate(canon, res) -> None:
+    """Optimal, bound = objective, feasible to 1e-9, ``c = A^T y + d`` with every reduced cost of
+    the model's sense at its bound."""
+    assert res.status is Status.OPTIMAL and res.backend == "block", res.message
+    assert res.message.startswith("price-directed"), res.message
+    assert res.bound == pytest.approx(res.objective, rel=1e-9, abs=1e-12)
+    A, x = canon.A.scipy(), res.x
+    activity = A @ x
+    scale = 1.0 + np.abs(activity).max()
+    assert (activity <= canon.row_hi + 1e-9 * scale).all() and (activity >= canon.row_lo - 1e-9 * scale).all()
+    assert (x >= canon.col_lo - 1e-12).all() and (x <= canon.col_hi + 1e-12).all()
+    assert np.abs(canon.c - A.T @ res.row_duals - res.reduced_costs).max() < 1e-9 * (1 + np.abs(canon.c).max())
+    d = res.reduced_costs * (1.0 if canon.sense == "max" else -1.0)
+    at_lower = np.isfinite(canon.col_lo) & (canon.col_hi > canon.col_lo)  # fixed columns: any reduced cost
+    assert (d[at_lower] <= 1e-9 * (1 + np.abs(canon.c).max())).all()
+    assert np.abs(d[~np.isfinite(canon.col_lo)]).max(initial=0.0) <= 1e-9 * (1 + np.abs(canon.c).max())
+
+
+@pytest.mark.parametrize("base", [8, 512])
+@settings(max_examples=40)
+@given(distinct_jobs(min_jobs=2, max_jobs=150, per_job=(0.2, 0.75, 1.5, 3.0)), st.sampled_from(sorted(BUILDS)))
+def test_objective_and_certificate_agree_with_highs_and_clarabel(base, problem, program):
+    canon = BUILDS[program](problem).canonical()
+    with mock.patch.object(pd, "BASE", base):
+        ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    for other in ("highs", "clarabel"):
+        assert ours.objective == pytest.approx(solve(canon, other).objective, rel=1e-7, abs=1e-9)
+
+
+def test_the_working_set_grows_until_the_certificate_holds_on_a_priced_instance():
+    # 2,000 distinct jobs, 0.2 GPUs each: every capacity binds, prices come from a 250-job sample
+    problem = _priced(2000)
+    canon = max_sum_throughput.build(problem, "perf").canonical()
+    with mock.patch.object(pd, "BASE", 250):
+        ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    assert "reduced LP" in ours.message
+    assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
+
+
+def _priced(m: int) -> AllocationProblem:
+    rng = np.random.default_rng(7)
+    return AllocationProblem(worker_types=("a", "b", "c"), capacities=np.full(3, 0.2 * m / 3), job_ids=np.arange(m),
+                             job_types=tuple(f"j{i}" for i in range(m)), scale_factors=rng.choice([1, 2, 4], m),
+                             weights=np.ones(m), throughputs=rng.uniform(1.0, 30.0, (m, 3)),
+                             remaining_steps=rng.uniform(1e3, 1e6, m))
+
+
+@pytest.mark.parametrize("program", sorted(BUILDS))
+def test_a_degenerate_instance_of_equal_jobs_with_and_without_merging(program):
+    rng = np.random.default_rng(3)
+    T = rng.uniform(1.0, 30.0, (3, 4))
+    kind = rng.integers(0, 3, 300)
+    problem = AllocationProblem(worker_types=("a", "b", "c", "d"), capacities=np.full(4, 40.0),
+                                job_ids=np.arange(300), job_types=tuple(f"k{k}" for k in kind),
+                                scale_factors=np.ones(300, dtype=int), weights=np.ones(300), throughputs=T[kind],
+                                remaining_steps=np.full(300, 1e5))
+    canon = BUILDS[program](problem).canonical()
+    reference = solve(canon, "highs").objective
+    merged = solve(canon, "block")
+    check_certificate(canon, merged)
+    with mock.patch.object(pd, "MERGE_GAIN", 10**9), mock.patch.object(pd, "BASE", 16):
+        kept = solve(canon, "block")
+    check_certificate(canon, kept)
+    assert "classes" not in kept.message
+    for res in (merged, kept):
+        assert res.objective == pytest.approx(reference, rel=1e-9)
+
+
+def test_a_user_program_of_the_shape_is_found_from_its_rows_and_solved():
+    # min -z with >= level rows first, budgets 2 and budget coefficients 1..3, capacities last
+    rng = np.random.default_rng(4)
+    m, K = 50, 3
+    a, e, g = rng.uniform(0.5, 2.0, (m, K)), rng.integers(1, 4, (m, K)).astype(float), rng.choice([1.0, 2.0], (m, K))
+    model = Model("user level program")
+    x = model.add_variables("x", (m, K), lb=0.0)
+    z = model.add_variables("z", 1, lb=0.0)
+    model.add_rows("level", {x: np.kron(np.eye(m), np.ones((1, K))) * a.reshape(1, -1), z: -np.ones((m, 1))}, lo=0.0)
+    model.add_rows("budget", {x: np.kron(np.eye(m), np.ones((1, K))) * e.reshape(1, -1)}, hi=2.0)
+    model.add_rows("capacity", {x: np.kron(np.ones((1, m)), np.eye(K)) * g.reshape(1, -1)}, hi=np.array([5.0, 8, 3]))
+    model.set_objective({z: -1.0}, sense="min")
+    canon = model.canonical()
+    shape = assignment_structure(canon)
+    assert shape is not None and shape.level and shape.shape == (m, K)
+    ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
+
+
+def test_a_model_of_another_shape_is_not_taken():
+    # two coupling entries per cell (its type's capacity and a shared budget)
+    m = 40
+    model = Model("throughput within a budget")
+    x = model.add_variables("x", (m, 3), lb=0.0)
+    model.add_rows("capacity", {x: np.kron(np.ones((1, m)), np.eye(3))}, hi=np.array([5.0, 6.0, 7.0]))
+    model.add_rows("time_budget", {x: np.kron(np.eye(m), np.ones((1, 3)))}, hi=1.0)
+    model.add_rows("budget", {x: np.tile([3.0, 2.0, 1.0], m)[None, :]}, hi=20.0)
+    model.set_objective({x: np.random.default_rng(5).uniform(1, 9, (m, 3))}, sense="max")
+    assert assignment_structure(model.canonical()) is None
+    res = solve(model.canonical(), "block")
+    assert not res.message.startswith("price-directed")
+
+
+def test_an_infeasible_program_is_not_answered_by_the_method():
+    # a level of at least 5 where no job reaches 1: the reduced LP is infeasible
+    m = 20
+    model = Model("unreachable level")
+    x = model.add_variables("x", (m, 2), lb=0.0)
+    z = model.add_variables("z", 1, lb=5.0)
+    model.add_rows("capacity", {x: np.kron(np.ones((1, m)), np.eye(2))}, hi=np.array([4.0, 4.0]))
+    model.add_rows("time_budget", {x: np.kron(np.eye(m), np.ones((1, 2)))}, hi=1.0)
+    model.add_rows("level", {z: np.ones((m, 1)), x: -np.kron(np.eye(m), np.ones((1, 2)))}, hi=0.0)
+    model.set_objective({z: 1.0}, sense="max")
+    canon = model.canonical()
+    assert assignment_structure(canon) is not None
+    res = solve(canon, "block")
+    assert res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
+    assert any("price-directed" in note for note in res.notes)
