@@ -51,6 +51,9 @@ MARGIN = 0.01
 #: relative tolerance of the optimality checks on the fixed blocks
 CHECK_TOL = 1e-9
 MAX_ROUNDS = 20
+#: market-clearing sweeps that give the sum form's first prices (:func:`_clearing`)
+CLEARING_SWEEPS = 3
+REFINE_SWEEPS = 1
 #: equal blocks are merged where that makes the problem at least this many times smaller
 MERGE_GAIN = 2
 #: the reduced LPs' zero point is feasible: primal simplex without presolve, from the choices under
@@ -230,13 +233,41 @@ def _solve(part: _Part, rng: np.random.Generator, tally: dict):
     m = part.g.shape[0]
     if m <= BASE:
         free = np.ones(m, dtype=bool)
-        choice = _level_choice(part)[2] if part.a is not None else _choices(part, np.zeros(part.n.size))[0]
+        choice = (_level_choice(part)[2] if part.a is not None else
+                  _choices(part, _clearing(part, np.zeros(part.n.size), CLEARING_SWEEPS))[0])
         x, z, y, mu, lam = _reduced(part, free, np.zeros(part.n.size), part.n, np.inf, tally, choice)
         return x, z, y, mu, lam, 1, m
     size = max(BASE, m // SHRINK)
     sample = np.sort(rng.choice(m, size, replace=False))
     _, z_est, y_est, *_ = _solve(part.take(sample, size / m), rng, tally)
+    if part.a is None and REFINE_SWEEPS:
+        y_est = _clearing(part, y_est, REFINE_SWEEPS)
     return _working_set(part, y_est, z_est, tally)
+
+
+def _clearing(part: _Part, y: np.ndarray, sweeps: int) -> np.ndarray:
+    """The sum form's prices after ``sweeps`` Gauss-Seidel sweeps of market clearing from ``y``:
+    each type's price in turn set to the least at which the blocks that prefer it (at the others'
+    prices) fit its capacity, ``y_k = max(0, theta)`` with ``theta`` the k-th type's threshold
+    ``(c_bk - e_bk max(0, best other score_b)) / g_bk`` of the block whose budget would overfill it."""
+    m, K = part.g.shape
+    y = y.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(part.run, part.c / part.e, -np.inf)
+        per_price = np.where(part.run, part.g / part.e, 0.0)
+        need = np.where(part.run, part.g * part.h[:, None] / part.e, 0.0)
+    for _ in range(sweeps):
+        for k in range(K):
+            score = ratio - y * per_price
+            score[:, k] = -np.inf
+            other = np.maximum(score.max(axis=1), 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                theta = np.where(part.run[:, k] & (per_price[:, k] > 0), (ratio[:, k] - other) / per_price[:, k],
+                                 -np.inf)
+            order = np.argsort(-theta)
+            over = np.searchsorted(np.cumsum(need[order, k]), part.n[k], side="right")
+            y[k] = max(0.0, float(theta[order[over]])) if over < m else 0.0
+    return y
 
 
 def _choices(part: _Part, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
