@@ -7,7 +7,8 @@ it reaches the level z on the cell of least capacity cost per unit of level ``g_
 a_bk``, with ``x_bk = z / a_bk`` (within its budget while ``z <= h_b a_bk / e_bk``, its reach).
 
 **Working set.** Prices are estimated on a random sample of the blocks with the capacities
-scaled to it, solved the same way (recursively, directly below :data:`BASE` blocks). Every
+scaled to it, solved the same way (recursively, directly below :data:`BASE` blocks), and in the
+sum form refined by sweeps of market clearing over all blocks (:func:`_clearing`). Every
 block whose choice under the estimate wins by a margin (:data:`MARGIN`) is fixed to it and
 aggregated: in the sum form its usage comes off the capacities, in the level form it adds
 ``g_bk / a_bk`` per unit of z to capacity row k (and bounds z by its reach). The other blocks
@@ -51,9 +52,11 @@ MARGIN = 0.01
 #: relative tolerance of the optimality checks on the fixed blocks
 CHECK_TOL = 1e-9
 MAX_ROUNDS = 20
-#: market-clearing sweeps that give the sum form's first prices (:func:`_clearing`)
+#: market-clearing sweeps (:func:`_clearing`) that give the sum form's first prices for a direct
+#: solve's crash basis, and that refine a sample's prices before the working set (1,024 distinct
+#: jobs: 15 ms against 31 ms with one sweep)
 CLEARING_SWEEPS = 3
-REFINE_SWEEPS = 1
+REFINE_SWEEPS = 3
 #: equal blocks are merged where that makes the problem at least this many times smaller
 MERGE_GAIN = 2
 #: the reduced LPs' zero point is feasible: primal simplex without presolve, from the choices under
