@@ -129,6 +129,8 @@ def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
     if part.a is not None:
         x = fill(x, part, y)
     bound = float(part.n @ y + part.h @ mu)
+    if lam is not None and np.isfinite(part.z_lo):  # z at its lower bound: its reduced cost 1 - sum(lam)
+        bound += part.z_lo * (1.0 - float(lam.sum()))
     return AssignmentSolution(x, z, y, mu, lam, bound, rounds, tally["programs"], largest, classes)
 
 
@@ -233,6 +235,8 @@ def balance(per_level: np.ndarray, allowed: np.ndarray, n: np.ndarray, best: np.
 
 
 def _solve(part: _Part, rng: np.random.Generator, tally: dict):
+    """``(x, z, y, mu, lam, rounds, largest)`` of ``part``: directly up to :data:`BASE` blocks
+    (from a crash basis), else by the working set from a sample's prices."""
     m = part.g.shape[0]
     if m <= BASE:
         free = np.ones(m, dtype=bool)
@@ -273,10 +277,10 @@ def _clearing(part: _Part, y: np.ndarray, sweeps: int) -> np.ndarray:
     return y
 
 
-def _choices(part: _Part, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each block's best choice under prices ``y``, its value and its relative margin over the
-    next: the level form's cost per unit of level (ties between types of price 0 broken toward
-    the most capacity per GPU-share), the sum form's score (choice K: idle, score 0)."""
+def _choices(part: _Part, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each block's best choice under prices ``y`` and its relative margin over the next: the
+    level form's cost per unit of level (ties between types of price 0 broken toward the most
+    capacity per GPU-share), the sum form's score (choice K: idle, score 0)."""
     m, K = part.g.shape
     rows = np.arange(m)
     if part.a is not None:
@@ -290,7 +294,7 @@ def _choices(part: _Part, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
         c2 = cost.min(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             margin = np.where(np.isfinite(c2), (c2 - c1) / c2, np.inf)
-        return k1, c1, np.nan_to_num(margin, nan=0.0)
+        return k1, np.nan_to_num(margin, nan=0.0)
     score = np.full((m, K + 1), -np.inf)
     score[:, :K] = np.where(part.run, (part.c - y * part.g) / part.e, -np.inf)
     score[:, K] = 0.0
@@ -299,12 +303,13 @@ def _choices(part: _Part, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     score[rows, k1] = -np.inf
     s2 = score.max(axis=1)
     scale = np.maximum(np.abs(np.where(part.run, part.c / part.e, 0.0)).max(axis=1), 1e-300)
-    return k1, s1, (s1 - s2) / scale
+    return k1, (s1 - s2) / scale
 
 
 def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict):
+    """``part`` solved from estimated prices ``y`` and level ``z`` (module docstring)."""
     m, K = part.g.shape
-    k1, _, margin = _choices(part, y)
+    k1, margin = _choices(part, y)
     free = margin < MARGIN
     level = part.a is not None
     largest = 0
