@@ -161,14 +161,16 @@ def singles(problem: AllocationProblem, throughputs: np.ndarray | None = None) -
 
 
 def singles_program(problem: AllocationProblem, name: str, *, level: np.ndarray | None = None,
-                    objective: np.ndarray | None = None) -> CanonicalModel:
+                    objective: np.ndarray | None = None, finish: bool = False) -> CanonicalModel:
     """The program over single jobs that :class:`Model` would assemble from ``singles(problem)
     .add_allocation`` and then either the max-min rows ``z <= level_i . x_i`` (``level`` (m, n), 0
     where the job cannot run; :func:`~formulations.max_min_fairness.add_max_min`) with objective
     max z, or the objective max ``objective . x`` ((m, n)), array for array, keys included. Its
     pattern is fixed, so it is assembled column by column: cell (i, j) has job i's GPUs in
     capacity row j, 1 in time budget i and ``-level_ij`` in fairness row i where nonzero; z has
-    1 in every fairness row."""
+    1 in every fairness row. ``finish``: the makespan's rows instead
+    (:func:`~formulations.min_total_duration.build`): ``level_i . x_i - u >= 0`` (rows "finish",
+    ``+level_ij``, u's -1), ``u >= 0``."""
     start = time.perf_counter()
     m, n = problem.throughputs.shape
     cells = m * n
@@ -182,12 +184,12 @@ def singles_program(problem: AllocationProblem, name: str, *, level: np.ndarray 
     entries, rows = entries.reshape(cells, 3), rows.reshape(cells, 3)
     per_cell = np.full(cells, 2, dtype=np.int32)
     if epigraph:
-        entries[:, 2] = -level.reshape(-1)
+        entries[:, 2] = level.reshape(-1) if finish else -level.reshape(-1)
         rows[:, 2] = rows[:, 1] + m
         keep = np.ones((cells, 3), dtype=bool)
         keep[:, 2] = entries[:, 2] != 0.0
         per_cell += keep[:, 2]
-        data = np.concatenate([entries[keep], np.ones(m)])
+        data = np.concatenate([entries[keep], np.full(m, -1.0 if finish else 1.0)])
         indices = np.concatenate([rows[keep], n + m + np.arange(m, dtype=np.int32)])
         per_cell = np.append(per_cell, m)
     else:
@@ -205,18 +207,22 @@ def singles_program(problem: AllocationProblem, name: str, *, level: np.ndarray 
     blocks, row_blocks = {"x": x}, {"capacity": slice(0, n), "time_budget": slice(n, n + m)}
     row_keys = {"capacity": np.array(problem.worker_types), "time_budget": problem.job_ids}
     col_lo, col_hi = np.zeros(columns), np.where(runnable(problem).reshape(-1), np.inf, 0.0)
+    row_lo = np.full(num_rows, -np.inf)
+    row_hi = np.concatenate([problem.capacities.astype(float), np.ones(m), np.zeros(m * epigraph)])
     if epigraph:
-        blocks["z"] = VarBlock("z", cells, (1,), VarType.CONTINUOUS)
-        row_blocks["fairness"] = slice(n + m, num_rows)
-        row_keys["fairness"] = problem.job_ids
-        col_lo[-1] = -np.inf
+        level_name, rows_name = ("u", "finish") if finish else ("z", "fairness")
+        blocks[level_name] = VarBlock(level_name, cells, (1,), VarType.CONTINUOUS)
+        row_blocks[rows_name] = slice(n + m, num_rows)
+        row_keys[rows_name] = problem.job_ids
+        col_lo[-1] = 0.0 if finish else -np.inf
         col_hi = np.append(col_hi, np.inf)
+        if finish:
+            row_lo[n + m:], row_hi[n + m:] = 0.0, np.inf
     if not (np.isfinite(data).all() and np.isfinite(c).all()):
         raise ModelError(f"{name}: non-finite coefficient")
-    row_hi = np.concatenate([problem.capacities.astype(float), np.ones(m), np.zeros(m * epigraph)])
     model = CanonicalModel(
         name=name, sense="max", c=c, offset=0.0, A=CscArrays(data, indices, indptr, (num_rows, columns)),
-        row_lo=np.full(num_rows, -np.inf), row_hi=row_hi, col_lo=col_lo, col_hi=col_hi,
+        row_lo=row_lo, row_hi=row_hi, col_lo=col_lo, col_hi=col_hi,
         integrality=np.zeros(columns, dtype=bool), log_terms=None, blocks=blocks, row_blocks=row_blocks,
         build_seconds=time.perf_counter() - start, col_keys={"x": problem.job_ids}, row_keys=row_keys)
     add_build(model.build_seconds)

@@ -51,15 +51,21 @@ def space(problem: AllocationProblem, variant: Variant) -> Combinations:
     raise ValueError(f"unknown min_total_duration variant {variant!r}; use one of {VARIANTS}")
 
 
-def build(problem: AllocationProblem, variant: Variant = "perf", scale: float | None = None) -> Model:
+def build(problem: AllocationProblem, variant: Variant = "perf", scale: float | None = None
+          ) -> Model | CanonicalModel:
     """The makespan LP (see module docstring); ``scale``: S (default ``time_scale(problem,
-    variant)``; give the full problem's S when building over a subset of its pairs)."""
+    variant)``; give the full problem's S when building over a subset of its pairs). Over single
+    jobs it is assembled as arrays (:func:`~formulations.combinations.singles_program`)."""
     R = problem.require("remaining_steps", f"min_total_duration[{variant}]")
+    S = time_scale(problem, variant) if scale is None else scale
+    if variant != "packed":
+        T = reference_rates(problem) if variant == "agnostic" else problem.throughputs
+        level = np.where(T > 0, T * (S / R)[:, None], 0.0)
+        return combinations.singles_program(problem, f"min_total_duration[{variant}]", level=level, finish=True)
     combos = space(problem, variant)
     model = Model(f"min_total_duration[{variant}]")
     x = combos.add_allocation(model)
     u = model.add_variables("u", 1, lb=0.0)
-    S = time_scale(problem, variant) if scale is None else scale
     model.add_rows("finish", {x: combos.throughput_rows(S / R), u: -np.ones((problem.num_jobs, 1))}, lo=0.0,
                    keys=problem.job_ids)
     model.set_objective({u: 1.0}, sense="max")

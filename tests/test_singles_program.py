@@ -3,18 +3,20 @@ those the Model path builds, array for array, so every solver returns what it re
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from helpers import many_equal_jobs, problems, tiny
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formulations import combinations, max_min_fairness, max_sum_throughput
+from formulations import combinations, max_min_fairness, max_sum_throughput, min_total_duration
 from formulations.classes import MergedProblem, merge_equal_jobs
 from optim import Model, ModelError
 
 PROGRAMS = [("max_min", "perf"), ("max_min", "agnostic"), ("throughput", "perf"),
-            ("throughput", "normalized_by_cost_perf")]
+            ("throughput", "normalized_by_cost_perf"), ("makespan", "perf"), ("makespan", "agnostic")]
 
 
 def model_path(problem, kind: str, variant: str):
@@ -26,6 +28,16 @@ def model_path(problem, kind: str, variant: str):
         x = combos.add_allocation(model)
         max_min_fairness.add_max_min(model, x, combos.throughput_rows(max_min_fairness.share_scale(problem, T)),
                                      problem.job_ids)
+        return model.canonical()
+    if kind == "makespan":
+        combos = min_total_duration.space(problem, variant)
+        model = Model(f"min_total_duration[{variant}]")
+        x = combos.add_allocation(model)
+        u = model.add_variables("u", 1, lb=0.0)
+        scale = min_total_duration.time_scale(problem, variant) / problem.remaining_steps
+        model.add_rows("finish", {x: combos.throughput_rows(scale), u: -np.ones((problem.num_jobs, 1))}, lo=0.0,
+                       keys=problem.job_ids)
+        model.set_objective({u: 1.0}, sense="max")
         return model.canonical()
     combos = combinations.singles(problem)
     model = Model(f"max_sum_throughput[{variant}]")
@@ -39,9 +51,10 @@ def model_path(problem, kind: str, variant: str):
 @given(st.one_of(problems(max_jobs=10), many_equal_jobs()), st.sampled_from(PROGRAMS), st.booleans())
 def test_the_singles_program_is_the_model_paths_array_for_array(problem, program, merge):
     kind, variant = program
+    problem = dataclasses.replace(problem, remaining_steps=1e3 + 37.0 * np.arange(problem.num_jobs))
     if merge:
         problem = merge_equal_jobs(problem) or problem
-    module = max_min_fairness if kind == "max_min" else max_sum_throughput
+    module = {"max_min": max_min_fairness, "throughput": max_sum_throughput, "makespan": min_total_duration}[kind]
     ours, reference = module.build(problem, variant), model_path(problem, kind, variant)
     for name in ("c", "row_lo", "row_hi", "col_lo", "col_hi", "integrality"):
         np.testing.assert_array_equal(getattr(ours, name), getattr(reference, name), err_msg=name)
