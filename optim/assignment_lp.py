@@ -66,8 +66,9 @@ def assignment_structure(model: CanonicalModel) -> AssignmentLP | None:
     lo, hi = model.row_lo, model.row_hi
     upper, lower = np.isfinite(hi) & ~np.isfinite(lo), np.isfinite(lo) & ~np.isfinite(hi)
     indices = np.asarray(model.A.indices)
-    row_nnz = np.bincount(indices, minlength=lo.size)
-    if not (upper | lower | (row_nnz == 0)).all():
+    sided = upper | lower
+    empty = np.bincount(indices, minlength=lo.size) == 0 if not sided.all() else ~sided
+    if not (sided | empty).all():
         return None
     flip = np.where(lower, -1.0, 1.0)
     rhs = np.where(lower, -lo, hi)
@@ -76,14 +77,14 @@ def assignment_structure(model: CanonicalModel) -> AssignmentLP | None:
     data = np.asarray(model.A.data, dtype=float) * flip[indices] if lower.any() else np.asarray(model.A.data, float)
     priced = np.flatnonzero(c)
     if priced.size == 1 and c[priced[0]] > 0 and model.col_hi[priced[0]] == np.inf:
-        lp = _read(model, flip, rhs, sign, c, data, int(priced[0]), row_nnz)
+        lp = _read(model, flip, rhs, sign, c, data, int(priced[0]), empty)
         if lp is not None:
             return lp
-    return _read(model, flip, rhs, sign, c, data, -1, row_nnz)
+    return _read(model, flip, rhs, sign, c, data, -1, empty)
 
 
 def _read(model: CanonicalModel, flip: np.ndarray, rhs: np.ndarray, sign: float, c: np.ndarray, data: np.ndarray,
-          z: int, row_nnz: np.ndarray) -> AssignmentLP | None:
+          z: int, empty: np.ndarray) -> AssignmentLP | None:
     """The model read with column ``z`` as the level column (the sum form where -1), or None."""
     lo = model.row_lo
     indptr, indices = np.asarray(model.A.indptr), np.asarray(model.A.indices)
@@ -106,7 +107,7 @@ def _read(model: CanonicalModel, flip: np.ndarray, rhs: np.ndarray, sign: float,
         return None
     rows2, vals2, level_entries = entries
     for split in _splits(rows2, lo.size):
-        lp = _layout(model, split, vals2, cols, rhs, flip, sign, c, z, is_level_row, row_nnz)
+        lp = _layout(model, split, vals2, cols, rhs, flip, sign, c, z, is_level_row, empty)
         if lp is not None and (not level or _with_level_rows(lp, model, z, data, indices, indptr, level_entries,
                                                               split[4], cols)):
             return lp
@@ -141,28 +142,33 @@ def _cell_entries(indptr, indices, data, cols, per, z, is_level_row):
 
 
 def _layout(model: CanonicalModel, split, vals2: np.ndarray, cols: np.ndarray, rhs: np.ndarray, flip: np.ndarray,
-            sign: float, c: np.ndarray, z: int, is_level_row: np.ndarray, row_nnz: np.ndarray) -> AssignmentLP | None:
+            sign: float, c: np.ndarray, z: int, is_level_row: np.ndarray, empty: np.ndarray) -> AssignmentLP | None:
     """The (m, K) arrays of one split of the cells' rows into capacity and budget rows, or None."""
     cap_first, cap_rows, k, budget_rows, b = split
-    g_v = np.where(cap_first, vals2[0], vals2[1])
-    e_v = np.where(cap_first, vals2[1], vals2[0])
+    if cap_first is True:
+        g_v, e_v = vals2
+    else:
+        g_v, e_v = np.where(cap_first, vals2[0], vals2[1]), np.where(cap_first, vals2[1], vals2[0])
     m, K = budget_rows.size, cap_rows.size
     if (e_v <= 0).any() or (g_v < 0).any() or (rhs[budget_rows] < 0).any() or (rhs[cap_rows] < 0).any():
         return None
     col_lo, col_hi = model.col_lo[cols], model.col_hi[cols]
-    if (col_lo != 0).any() or not np.isin(col_hi, (0.0, np.inf)).all():
+    if (col_lo != 0).any() or not ((col_hi == 0) | (col_hi == np.inf)).all():
         return None
-    cells = b * K + k
-    col = np.full(m * K, -1, dtype=np.int64)
-    col[cells] = cols
-    run = np.zeros(m * K, dtype=bool)
-    run[cells] = col_hi > 0
-    g, e = np.zeros(m * K), np.ones(m * K)
-    g[cells], e[cells] = g_v, e_v
+    if k is None:  # ordered: cell i is (i // K, i % K)
+        cells, col, run, g, e = slice(None), cols, col_hi > 0, g_v, e_v
+    else:
+        cells = b * K + k
+        col = np.full(m * K, -1, dtype=np.int64)
+        col[cells] = cols
+        run = np.zeros(m * K, dtype=bool)
+        run[cells] = col_hi > 0
+        g, e = np.zeros(m * K), np.ones(m * K)
+        g[cells], e[cells] = g_v, e_v
     used = is_level_row.copy()
     used[cap_rows] = used[budget_rows] = True
-    if (~used & (row_nnz > 0)).any():
-        return None
+    if not (used | empty).all() and not (used | (np.bincount(model.A.indices, minlength=used.size) == 0)).all():
+        return None  # a row with entries outside the shape (``empty``: rows known to have none)
     lp = AssignmentLP(c=None, a=None, g=g.reshape(m, K), e=e.reshape(m, K), h=rhs[budget_rows].astype(float),
                       n=rhs[cap_rows].astype(float), run=run.reshape(m, K), col=col.reshape(m, K), z_col=z,
                       z_lo=-np.inf, cap_rows=cap_rows, budget_rows=budget_rows, level_rows=None,
@@ -181,6 +187,9 @@ def _splits(rows2: tuple[np.ndarray, np.ndarray], size: int):
     (where few blocks make that ambiguous) the first row, then the second. Valid: no row on both
     sides, no block with two cells in one capacity row."""
     first, second = rows2
+    ordered = _ordered(first, second, size)
+    if ordered is not None:
+        yield ordered
     count = np.bincount(first, minlength=size) + np.bincount(second, minlength=size)
     for cap_first in (count[first] > count[second], np.ones(first.size, dtype=bool),
                       np.zeros(first.size, dtype=bool)):
@@ -197,6 +206,22 @@ def _splits(rows2: tuple[np.ndarray, np.ndarray], size: int):
             yield cap_first, cap_rows, k, budget_rows, b
 
 
+def _ordered(first: np.ndarray, second: np.ndarray, size: int):
+    """The split of cells laid out block after block, each block's cells in the order of the
+    capacity rows, and each cell's capacity row first (as :class:`~optim.Model` and the
+    formulations lay them out), found without sorting: ``(True, cap_rows, None, budget_rows,
+    None)`` (cell i is block ``i // K``, type ``i % K``), or None."""
+    K = int(np.argmax(second != second[0])) if first.size and (second != second[0]).any() else first.size
+    if K == 0 or first.size % K:
+        return None
+    cap, bud = first.reshape(-1, K), second.reshape(-1, K)
+    if not ((cap == cap[0]).all() and (bud == bud[:, :1]).all()):
+        return None
+    cap_rows, budget_rows = cap[0], bud[:, 0]
+    seen = np.bincount(np.concatenate([cap_rows, budget_rows]), minlength=size)
+    return (True, cap_rows, None, budget_rows, None) if seen.max(initial=0) <= 1 else None
+
+
 def _ranks(rows: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ``rows`` in order and each entry's rank among them."""
     mark = np.zeros(size, dtype=bool)
@@ -211,11 +236,17 @@ def _with_level_rows(lp: AssignmentLP, model: CanonicalModel, z: int, data, indi
     ``alpha_b > 0`` in it, ``a_bk = -A_(row, cell) / alpha_b >= 0``; ``level_entries``: the
     cells' entries in level rows as (rows, columns, values)."""
     m, K = lp.shape
-    block_of_col = np.full(model.num_vars, -1, dtype=np.int64)
-    block_of_col[cols] = b
-    row_block = np.full(model.row_lo.size, -1, dtype=np.int64)
     lv_rows, lv_cols, lv_vals = level_entries
-    lv_blocks = block_of_col[lv_cols]
+    position = np.full(model.num_vars, -1, dtype=np.int64)
+    if b is None:  # ordered: cell i is column cols[i], block i // K
+        position[cols] = np.arange(cols.size)
+        lv_blocks = position[lv_cols] // K
+    else:
+        position[lp.col[lp.col >= 0]] = np.flatnonzero(lp.col.reshape(-1) >= 0)
+        block_of_col = np.full(model.num_vars, -1, dtype=np.int64)
+        block_of_col[cols] = b
+        lv_blocks = block_of_col[lv_cols]
+    row_block = np.full(model.row_lo.size, -1, dtype=np.int64)
     row_block[lv_rows] = lv_blocks
     if (row_block[lv_rows] != lv_blocks).any():
         return None  # a level row shared by two blocks
@@ -225,8 +256,6 @@ def _with_level_rows(lp: AssignmentLP, model: CanonicalModel, z: int, data, indi
         return None
     level_rows, scale = np.empty(m, dtype=np.int64), np.empty(m)
     level_rows[blocks], scale[blocks] = z_rows, alpha
-    position = np.full(model.num_vars, -1, dtype=np.int64)
-    position[lp.col[lp.col >= 0]] = np.flatnonzero(lp.col.reshape(-1) >= 0)
     a = np.zeros(m * K)
     a[position[lv_cols]] = -lv_vals / scale[lv_blocks]
     if (a < 0).any():
