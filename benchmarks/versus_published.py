@@ -344,16 +344,16 @@ def main() -> None:
     parser.add_argument("--replays", action="store_true")
     parser.add_argument("--gavel-python", default=sys.executable)
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--skip-policies", action="store_true")
+    parser.add_argument("--skip-policies", action="store_true", help="no policy rows (--large and --replays only)")
     args = parser.parse_args()
     if not (args.gavel / "scheduler" / "policies").is_dir():
         parser.error(f"--gavel {args.gavel}: not a Gavel checkout (no scheduler/policies)")
     print(f"machine: {json.dumps(machine())}", flush=True)
+    table = read_gavel_json(args.data / "gavel" / "simulation_throughputs.json")
     if not args.skip_policies:
-        table = read_gavel_json(args.data / "gavel" / "simulation_throughputs.json")
         policy_rows(args, table)
-        if args.large:
-            write_rows(large_rows(table, args.large, args.repeat), RESULTS / "versus_published_large.csv")
+    if args.large:
+        write_rows(large_rows(table, args.large, args.repeat), RESULTS / "versus_published_large.csv")
     if args.replays:
         write_rows(replay_rows(args), RESULTS / "versus_published_replays.csv")
 
