@@ -350,6 +350,7 @@ def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict):
     level = part.a is not None
     largest = 0
     start = k1  # the reduced LP's starting choices: under the latest prices
+    cand = None if level else _near(part, y)  # the sum form's free blocks offer only their near-best cells
     for rounds in range(1, MAX_ROUNDS + 1):
         load, reach = _fixed_load(part, k1)
         if level:
@@ -369,16 +370,40 @@ def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict):
             on = fixed & (k1 < K)
             use = np.bincount(k1[on], weights=load[on], minlength=K)
             x_f, z, y_new, mu_f, lam_f = _reduced(part, free, None, np.maximum(part.n - use, 0.0), np.inf, tally,
-                                                  start)
+                                                  start, cand)
         bad = fixed & _violates(part, y_new, k1, level)
         if level:
             bad |= fixed & (reach <= z * (1 + CHECK_TOL))
-        if not bad.any():
+        missing = None if level else _priced_out(part, y_new, free, mu_f, cand)
+        if not bad.any() and (missing is None or not missing.any()):
             return (*_assemble(part, free, k1, x_f, z, y_new, mu_f, lam_f), rounds, largest)
         free |= bad
+        if not level:
+            cand |= missing | (_near(part, y_new) & bad[:, None])
+            cand[np.flatnonzero(bad & (k1 < K)), k1[bad & (k1 < K)]] = True
         start = _choices(part, y_new)[0]
     raise NotSolved(f"price-directed: no certificate after {MAX_ROUNDS} rounds ({int(free.sum())} of {m} blocks "
                     f"in the working set)")
+
+
+def _near(part: _Part, y: np.ndarray) -> np.ndarray:
+    """(m, K): the sum form's cells whose score under ``y`` is within :data:`MARGIN` of the
+    block's best choice (idle included)."""
+    score = np.where(part.run, (part.c - y * part.g) / part.e, -np.inf)
+    best = np.maximum(score.max(axis=1), 0.0)
+    scale = np.maximum(np.abs(np.where(part.run, part.c / part.e, 0.0)).max(axis=1), 1e-300)
+    return part.run & (score >= (best - MARGIN * scale)[:, None])
+
+
+def _priced_out(part: _Part, y: np.ndarray, free: np.ndarray, mu_f: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """(m, K): the free blocks' cells left out of the reduced LP whose reduced cost under its
+    prices ``y`` and budget duals ``mu_f`` is positive (beyond :data:`CHECK_TOL`)."""
+    F = np.flatnonzero(free)
+    out = np.zeros(part.g.shape, dtype=bool)
+    score = np.where(part.run[F] & ~cand[F], (part.c[F] - y * part.g[F]) / part.e[F], -np.inf)
+    scale = np.abs(np.where(part.run[F], part.c[F] / part.e[F], 0.0)).max(axis=1)
+    out[F] = score > (mu_f + CHECK_TOL * scale)[:, None]
+    return out
 
 
 def _fixed_load(part: _Part, k1: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -443,20 +468,21 @@ def _assemble(part: _Part, free: np.ndarray, k1: np.ndarray, x_f, z, y, mu_f, la
 
 
 def _reduced(part: _Part, free: np.ndarray, G: np.ndarray | None, n: np.ndarray, z_max: float, tally: dict,
-             choice: np.ndarray | None = None):
+             choice: np.ndarray | None = None, cand: np.ndarray | None = None):
     """The reduced LP over the ``free`` blocks, solved by HiGHS: capacities ``n``, and in the
     level form the aggregate ``G_k z`` in capacity row k and ``z <= z_max``. In the sum form,
     ``choice`` (each block's best under the estimated prices, K: idle) gives the simplex its
     starting basis: that cell basic and the budget row at its bound, or the budget's slack basic;
-    every capacity slack basic. Returns the free blocks' x (f, K), z, and the duals y, mu_F,
-    lam_F (internal sense, all >= 0)."""
+    every capacity slack basic. ``cand`` (m, K): the only cells the free blocks offer (all of
+    them where None). Returns the free blocks' x (f, K), z, and the duals y, mu_F, lam_F
+    (internal sense, all >= 0)."""
     from .backends.highs import HighsBackend  # the backends import this module's callers
 
     F = np.flatnonzero(free)
     f, K = F.size, part.g.shape[1]
     if f == 0:
         return _nothing_free(part, G, n, z_max)
-    run = part.run[F]
+    run = part.run[F] if cand is None else part.run[F] & cand[F]
     cells = np.flatnonzero(run.reshape(-1))
     bi, kk = np.divmod(cells, K)
     level = part.a is not None
