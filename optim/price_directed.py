@@ -12,14 +12,17 @@ sum form refined by sweeps of market clearing over all blocks (:func:`_clearing`
 block whose choice under the estimate wins by a margin (:data:`MARGIN`) is fixed to it and
 aggregated: in the sum form its usage comes off the capacities, in the level form it adds
 ``g_bk / a_bk`` per unit of z to capacity row k (and bounds z by its reach). The other blocks
-and the aggregates form a reduced LP, solved by HiGHS, whose duals are the next prices.
+and the aggregates form a reduced LP, solved by HiGHS, whose duals are the next prices; in the
+sum form a free block offers it only its cells within the margin of its best, and a cell left
+out joins where its reduced cost under the reduced LP's duals is positive.
 
 **Exact finish and optimality.** The fixed blocks' duals follow from the reduced LP's prices in
 closed form (sum form: budget dual ``mu_b = s_b,k1``; level form: ``mu_b = 0``, level dual
 ``lambda_b = g_bk1 y_k1 / a_bk1``). If every fixed block's choice is still best under the new
 prices (and, in the level form, z stays below its reach), the full primal point (reduced LP plus
 fixed blocks) is feasible, these duals are feasible for the full dual (each fixed block's
-reduced costs are its choice's margin) and complementary to it, so both are optimal: the
+reduced costs are its choice's margin, and no free block's cell left out has a positive one)
+and complementary to it, so both are optimal: the
 result's dual bound equals its objective. Otherwise the blocks that fail are freed and the
 reduced LP solved again; the working set only grows, so the method ends, at worst with every
 block free (after :data:`MAX_ROUNDS` it gives up and says so).
