@@ -62,6 +62,10 @@ CLEARING_SWEEPS = 3
 REFINE_SWEEPS = 3
 #: a refining sweep leaves out the blocks whose choice wins by this much (relative)
 FIRM = 0.1
+#: a sum-form working set of more than this many times BASE blocks (and at most half the blocks) is
+#: solved by the method itself, not by HiGHS (throughput, 300,000 distinct jobs x 10 types: 2.7 s
+#: against 7.6 s a call)
+RECURSE = 8
 #: equal blocks are merged where that makes the problem at least this many times smaller; a random
 #: sample of this many blocks, all distinct, rules merging out first (with at most m / 2 classes a
 #: sample of 2,048 of 1,000,000 blocks holds two of one class with probability 0.98)
@@ -372,8 +376,13 @@ def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict):
         else:
             on = fixed & (k1 < K)
             use = np.bincount(k1[on], weights=load[on], minlength=K)
-            x_f, z, y_new, mu_f, lam_f = _reduced(part, free, None, np.maximum(part.n - use, 0.0), np.inf, tally,
-                                                  start, cand)
+            residual = np.maximum(part.n - use, 0.0)
+            if RECURSE * BASE < free.sum() <= m // 2:  # the reduced LP is a sum-form program: solved the same way
+                sub = part.take(np.flatnonzero(free), 1.0)
+                sub.n, sub.run = residual, sub.run & cand[free]
+                x_f, z, y_new, mu_f, lam_f, *_ = _solve(sub, np.random.default_rng(rounds), tally)
+            else:
+                x_f, z, y_new, mu_f, lam_f = _reduced(part, free, None, residual, np.inf, tally, start, cand)
         bad = fixed & _violates(part, y_new, k1, level)
         if level:
             bad |= fixed & (reach <= z * (1 + CHECK_TOL))

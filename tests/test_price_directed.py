@@ -143,3 +143,23 @@ def test_an_infeasible_program_is_not_answered_by_the_method():
     res = solve(canon, "block")
     assert res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
     assert any("price-directed" in note for note in res.notes)
+
+
+@settings(max_examples=15)
+@given(distinct_jobs(min_jobs=100, max_jobs=400, per_job=(0.2, 0.75, 1.5)))
+def test_a_large_working_set_solved_by_the_method_itself_keeps_the_certificate(problem):
+    # with BASE 8 and RECURSE 2, every working set of more than 16 jobs (and at most half) recurses
+    canon = max_sum_throughput.build(problem, "perf").canonical()
+    calls = []
+    solve_part = pd._solve
+
+    def counted(part, rng, tally):
+        calls.append(part.g.shape[0])
+        return solve_part(part, rng, tally)
+
+    with mock.patch.object(pd, "BASE", 8), mock.patch.object(pd, "RECURSE", 2), \
+            mock.patch.object(pd, "_solve", counted):
+        ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
+    assert len(calls) > 1
