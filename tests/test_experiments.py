@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 
 import pandas as pd
@@ -165,7 +166,8 @@ def test_a_report_of_a_sweep_and_a_run_has_its_figures_and_one_self_contained_pa
         assert png.size == (680, 500)
     page = (tmp_path / "report" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(paths) - 1
-    assert "http" not in page.replace("http-equiv", "") and "<table>" in page and "max_min_fairness_perf" in page
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]*", "", page)  # base64 can spell "http" by chance
+    assert "http" not in text.replace("http-equiv", "") and "<table>" in page and "max_min_fairness_perf" in page
     with pytest.raises(ResultsExistError, match=r"holds results of an earlier run \(report.html\)"):
         write_report([tmp_path / "sweep"], tmp_path / "report")
 
