@@ -89,7 +89,8 @@ class BlockBackend(Backend):
                 fallback = str(exc)
         result = self._block_method(model, options, timings)
         if fallback is not None:
-            result.notes.insert(0, f"{fallback}; solved by the block method's other path")
+            by = "the interior-point method" if result.backend.startswith("block") else result.backend
+            result.notes.insert(0, f"{fallback}; solved by {by} instead")
         return result
 
     def _assignment_result(self, model: CanonicalModel, shape: AssignmentLP, sol: AssignmentSolution,
