@@ -95,6 +95,8 @@ class _Part:
     n: np.ndarray
     run: np.ndarray
     z_lo: float
+    #: :func:`_level_choice`'s answer, once asked (the top level asks twice where a capacity binds)
+    level_choice: tuple | None = None
 
     def take(self, rows: np.ndarray, share: float) -> _Part:
         return _Part(None if self.c is None else self.c[rows], None if self.a is None else self.a[rows],
@@ -196,6 +198,13 @@ def _level_choice(part: _Part) -> tuple[float, int, np.ndarray, bool]:
     """``(Z, worst, best, fits)``: the worst block's reach Z and that block, each block's cell
     for level Z (one that reaches it, first the one of most capacity per unit of level, then
     :func:`balance`), and whether those choices fit every capacity at level Z."""
+    if part.level_choice is None:
+        part.level_choice = _choose_level(part)
+    return part.level_choice
+
+
+def _choose_level(part: _Part) -> tuple[float, int, np.ndarray, bool]:
+    """:func:`_level_choice` computed."""
     with np.errstate(divide="ignore", invalid="ignore"):
         reach = np.where(part.run, part.h[:, None] * part.a / part.e, 0.0)
         per_level = np.where(part.run, part.g / part.a, np.inf)
