@@ -538,7 +538,7 @@ def _reduced(part: _Part, free: np.ndarray, G: np.ndarray | None, n: np.ndarray,
     tally["programs"] += 1
     options = OPTIONS if f <= SIMPLEX_MAX else IPM_OPTIONS
     if choice is not None and f <= SIMPLEX_MAX:
-        basis = _crash(part, F, choice[F], bi, kk, G, n, z_max) if level else _crash_sum(F.size, K, choice[F], bi, kk)
+        basis = _crash(part, F, choice[F], bi, kk, G, n, z_max) if level else _crash_sum(part, F, choice[F], bi, kk, n)
         options = options if basis is None else OPTIONS.with_basis(basis)
     result = HighsBackend().solve(model, options)
     if result.status is not Status.OPTIMAL:
@@ -558,13 +558,29 @@ def _positions(f: int, K: int, bi: np.ndarray, kk: np.ndarray) -> np.ndarray:
     return position
 
 
-def _crash_sum(f: int, K: int, pick: np.ndarray, bi: np.ndarray, kk: np.ndarray) -> Basis:
-    """The sum form's starting basis: each free block's ``pick`` cell basic with its budget row at
-    its bound (idle, K: the budget's slack basic), every capacity slack basic."""
+def _crash_sum(part: _Part, F: np.ndarray, pick: np.ndarray, bi: np.ndarray, kk: np.ndarray, n: np.ndarray
+               ) -> Basis:
+    """The sum form's primal feasible starting basis: each free block's ``pick`` cell basic with
+    its budget row at its bound, as long as the blocks picking a type, best value per unit of
+    capacity first, fit it; the others idle (their budget's slack basic); every capacity slack
+    basic."""
+    f, K = F.size, part.g.shape[1]
     position = _positions(f, K, bi, kk)
-    busy = (pick < K) & (position[np.arange(f), np.minimum(pick, K - 1)] >= 0)
+    k = np.minimum(pick, K - 1)
+    busy = (pick < K) & (position[np.arange(f), k] >= 0)
+    rows_f = np.arange(f)
+    need = part.g[F, k] * part.h[F] / part.e[F, k]
+    value = part.c[F, k] / np.maximum(need, 1e-300)
+    order = np.lexsort((-value, k))
+    used = np.where(busy[order], need[order], 0.0)
+    starts = np.searchsorted(k[order], np.arange(K))
+    before = np.concatenate([[0.0], np.cumsum(used)])[starts]  # capacity used by the types before each
+    running = np.cumsum(used) - np.repeat(before, np.diff(np.append(starts, f)))
+    fits = np.empty(f, dtype=bool)
+    fits[order] = running <= n[k[order]] * (1 + CHECK_TOL)
+    busy &= fits
     cols = np.full(bi.size, LOWER, dtype=np.int8)
-    cols[position[np.arange(f)[busy], pick[busy]]] = BASIC
+    cols[position[rows_f[busy], pick[busy]]] = BASIC
     rows = np.full(K + f, BASIC, dtype=np.int8)
     rows[K + np.flatnonzero(busy)] = UPPER
     return Basis(cols, rows)
