@@ -87,6 +87,9 @@ class SchedulingPolicy(ABC):
     system: str
     program: ProgramClass
     plans: Plans
+    #: what ``--solver auto`` runs for this policy where its program class does not say
+    #: (:func:`simulator.simulate.default_solver`); None: by the program class
+    auto_solver: str | None = None
     #: the fair-division properties the policy claims (:data:`PROPERTIES`); ``schedopt check``
     #: tests them on every run, the others only when asked (``--properties``)
     claims: frozenset[str] = frozenset()

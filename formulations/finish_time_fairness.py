@@ -25,6 +25,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from optim import CanonicalModel, Model, Result, Status
+from optim.sparse import expand_pointers
 
 from . import combinations, published
 from .classes import MergedProblem, demand_classes, expand, merge_by_demand
@@ -36,6 +37,8 @@ Variant = Literal["agnostic", "perf", "packed"]
 VARIANTS: tuple[str, ...] = ("agnostic", "perf", "packed")
 #: bisection stops when (hi - lo) <= REL_TOL * hi
 REL_TOL = 1e-7
+#: the descent (:func:`_descend`) hands over to bisection after this many LPs
+MAX_DESCENT = 30
 
 
 @dataclass(frozen=True)
@@ -70,13 +73,23 @@ def levels(problem: AllocationProblem, variant: Variant, cumulative_isolated: np
     return Levels(combos, problem.elapsed(), R, cumulative_isolated + R / iso, iso)
 
 
-def build_level_lp(lv: Levels, r: float) -> Model:
-    """``maximize u s.t. (r D_i - t_i) thr_i(x) / R_i >= u`` (level r reachable iff u >= 1)."""
-    model = Model(f"finish_time_fairness[level {r:.6g}]")
-    x = lv.combos.add_allocation(model)
-    u = model.add_variables("u", 1, lb=0.0)
+def build_level_lp(lv: Levels, r: float) -> Model | CanonicalModel:
+    """``maximize u s.t. (r D_i - t_i) thr_i(x) / R_i >= u`` (level r reachable iff u >= 1). Over
+    single jobs it is assembled as arrays (:func:`~formulations.combinations.singles_program`, its
+    makespan rows), the program the :class:`Model` path builds."""
+    name = f"finish_time_fairness[level {r:.6g}]"
     slack = (r * lv.denominator - lv.elapsed) / lv.remaining
-    model.add_rows("level", {x: lv.combos.throughput_map(slack), u: -np.ones((slack.size, 1))}, lo=0.0)
+    combos = lv.combos
+    if combos.num_combinations == combos.problem.num_jobs:
+        rates = combos.rate_arrays
+        level = np.zeros(combos.problem.throughputs.size)
+        level[rates.indices] = rates.data * slack[expand_pointers(rates.indptr)]
+        return combinations.singles_program(combos.problem, name, level=level.reshape(combos.problem.throughputs.shape),
+                                            finish=True)
+    model = Model(name)
+    x = combos.add_allocation(model)
+    u = model.add_variables("u", 1, lb=0.0)
+    model.add_rows("level", {x: combos.throughput_map(slack), u: -np.ones((slack.size, 1))}, lo=0.0)
     model.set_objective({u: 1.0}, sense="max")
     return model
 
@@ -102,11 +115,18 @@ def bounds(lv: Levels) -> tuple[float, float]:
     return float(lv.rho(best).max()), float(lv.rho(lv.isolated_throughput).max())
 
 
-def solve_by_bisection(lv: Levels, level: Callable[[float], tuple[LevelLP, Result]]
+def solve_by_bisection(lv: Levels, level: Callable[[float], tuple[LevelLP, Result]], exact: bool = False
                        ) -> tuple[LevelLP, Result, list[str]]:
-    """Bisection on r over the level LPs ``level(r)`` (:func:`level_lp` solved, or its demand-class
-    form); the last reachable level's LP and result."""
+    """The least reachable level r over the level LPs ``level(r)`` (:func:`level_lp` solved, or its
+    demand-class form), to :data:`REL_TOL` relative; the LP and result that reach it.
+
+    Bisection on r between :func:`bounds`. With ``exact`` (every ``level(r)`` is the full level LP
+    solved to optimality, its bound its optimum u*(r)), :func:`_descend` first: far fewer LPs."""
     lo, hi = bounds(lv)
+    if exact:
+        found = _descend(lv, level, lo)
+        if found is not None:
+            return found
     best, best_result = level(hi)
     solves = 1
     while hi - lo > REL_TOL * hi and best_result.status is Status.OPTIMAL:
@@ -121,11 +141,51 @@ def solve_by_bisection(lv: Levels, level: Callable[[float], tuple[LevelLP, Resul
     return best, best_result, notes
 
 
+def _descend(lv: Levels, level: Callable[[float], tuple[LevelLP, Result]], lo: float
+             ) -> tuple[LevelLP, Result, list[str]] | None:
+    """Descent from above on the level (a Dinkelbach iteration): every level LP's point x is an
+    allocation, reaching ``rho(x)``, so the next LP is solved at ``r = rho(x)``, where u*(r) >= 1.
+    At a reachable r, u*(r) - 1 bounds the gap: with x* optimal (level r* <= r), job i's row at r
+    is ``(r D_i - t_i) thr_i(x*) / R_i >= 1 + (r - r*) D_i thr_i(x*) / R_i`` and ``D_i thr_i(x*) /
+    R_i >= D_i / (r* D_i - t_i) >= 1 / r``, so ``r* >= r (2 - u*(r))``. It stops when that lower
+    bound is within :data:`REL_TOL` of the best level found; first at ``lo`` (no allocation beats
+    it: reachable there, it is the optimum). None where an LP has no optimum (then bisect)."""
+    built, result = level(lo)
+    solves = 1
+    if result.status is not Status.OPTIMAL:
+        return None
+    if result.objective >= 1.0:
+        return built, result, ["level search: 1 LP, each job's best rate reachable"]
+    best, best_result, r = built, result, _level_at(lv, built, result)
+    while solves < MAX_DESCENT:
+        built, result = level(r)
+        solves += 1
+        if result.status is not Status.OPTIMAL:
+            return None
+        reached = _level_at(lv, built, result)
+        u = max(result.objective, result.objective if result.bound is None else result.bound)
+        if r - max(lo, r * (2.0 - u)) <= REL_TOL * r:
+            if reached < r:
+                best, best_result = built, result
+            return best, best_result, [f"level search: {solves} LPs (descent from above), the level to "
+                                       f"{REL_TOL:g} relative"]
+        if reached >= r:  # no progress short of the tolerance (solver noise): bisect instead
+            return None
+        best, best_result, r = built, result, reached
+    return None
+
+
+def _level_at(lv: Levels, built: LevelLP, result: Result) -> float:
+    """max_i rho_i at the level LP's point (an allocation over the LP's own jobs)."""
+    x = np.clip(result.value("x"), 0.0, None)
+    return float(lv.rho(lv.combos.rates @ x.reshape(-1)).max())
+
+
 class LevelLP(NamedTuple):
     """A level LP and the problem its rows are jobs of (a :class:`MergedProblem` for demand classes)."""
 
     problem: AllocationProblem
-    model: Model
+    model: Model | CanonicalModel
 
 
 def level_lp(problem: AllocationProblem, lv: Levels, r: float) -> LevelLP:

@@ -45,8 +45,9 @@ EXAMPLE = {"cluster": "v100=8,p100=8,k80=8", "num_jobs": 200, "lam": 1800.0, "mu
 def default_solver(policy: str, gavel_compat: bool = False) -> str:
     """``block:auto`` for LP policies (the block method on block-angular programs of 4,096 blocks or
     more, Clarabel below: :class:`optim.backends.block.BlockBackend`), ``clarabel`` (interior point)
-    for convex ones, ``highs`` for MILPs; under ``gavel_compat``, a policy's ``published_solver``
-    where it has one (a dependency).
+    for convex ones, ``highs`` for MILPs, unless the policy names its own (``auto_solver``: finish-time
+    fairness runs ``block:auto``); under ``gavel_compat``, a policy's ``published_solver`` where it
+    has one (a dependency).
 
     Where optima are not unique (often, for max-min programs) an interior-point solver stops
     inside the optimal face and a vertex solver at a vertex: other allocations, other schedules.
@@ -56,6 +57,9 @@ def default_solver(policy: str, gavel_compat: bool = False) -> str:
     published = getattr(cls, "published_solver", None) if gavel_compat else None
     if published:
         return published
+    own = getattr(cls, "auto_solver", None)
+    if own is not None:
+        return own
     if cls.program in (ProgramClass.MILP, ProgramClass.HEURISTIC):
         return "highs"
     return "block:auto" if cls.program == ProgramClass.LP else "clarabel"

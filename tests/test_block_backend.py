@@ -71,7 +71,7 @@ def test_auto_hands_small_models_to_clarabel_unchanged_and_large_distinct_ones_t
     from simulator.simulate import default_solver
 
     assert default_solver("max_min_fairness_perf") == "block:auto"
-    assert default_solver("finish_time_fairness_perf") == "clarabel"
+    assert default_solver("finish_time_fairness_packed") == "clarabel"
     rng = np.random.default_rng(2)
     small = AllocationProblem(worker_types=("a", "b", "c"), capacities=np.array([8.0, 8.0, 8.0]),
                               job_ids=np.arange(40), job_types=tuple(f"j{i}" for i in range(40)),

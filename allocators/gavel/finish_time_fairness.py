@@ -11,17 +11,26 @@ from formulations import Allocation, AllocationProblem, finish_time_fairness
 from formulations.classes import equal_rows
 from formulations.published import published_order
 from formulations.rates import runnable
-from optim import Capability, SolveOptions, Status, get_backend
+from optim import Capability, SolveOptions, Status, get_backend, parse_spec, solve
+from optim.backends.block import AUTO_MIN_BLOCKS
 
 METHODS = ("auto", "bisection", "conic")
+#: the default solver: the level search on the price-directed method from AUTO_MIN_BLOCKS jobs,
+#: the conic program on Clarabel below
+DEFAULT_SOLVER = "block:auto"
 
 
 class FinishTimeFairness(Policy):
     """Minimize the worst finish-time ratio rho (see formulations.finish_time_fairness).
 
     ``method``: "conic" (one SOC program; needs a backend with SOC), "bisection" (LPs on
-    any LP backend), or "auto" (conic where the backend has SOC). State: per job id, the
-    cumulative isolated time C, updated on every call by ``C += (R_prev - R) / iso_prev``.
+    any LP backend: a bisection, or the level search of
+    :func:`~formulations.finish_time_fairness.solve_by_bisection` where each LP is the full one),
+    or "auto" (conic where the backend has SOC; on :data:`DEFAULT_SOLVER`, the default, the conic
+    program on Clarabel below :data:`~optim.backends.block.AUTO_MIN_BLOCKS` jobs, so that no
+    default-mode row moves, and the level search over price-directed LPs from there: 1-2 LPs).
+    State: per job id, the cumulative isolated time C, updated on every call by ``C += (R_prev -
+    R) / iso_prev``.
     """
 
     program = ProgramClass.CONVEX
@@ -43,6 +52,9 @@ class FinishTimeFairness(Policy):
         if method == "conic" and not has_soc:
             raise ValueError(f"policy {self.name!r}: solver {solver} has no SOC cone; use method 'bisection'")
         self.method = "conic" if method == "conic" or (method == "auto" and has_soc) else "bisection"
+        #: the conic program's backend below AUTO_MIN_BLOCKS jobs under "auto" on the default solver
+        self._small_conic = (get_backend("clarabel") if method == "auto" and not has_soc
+                             and parse_spec(solver).spec == DEFAULT_SOLVER else None)
         self._ids = np.zeros(0, dtype=np.int64)
         self._cumulative = np.zeros(0)
         self._remaining = np.zeros(0)
@@ -67,12 +79,14 @@ class FinishTimeFairness(Policy):
         if self.published:  # one job: Gavel's program has no maximum; ours, with its isolated throughput
             iso = self._published_isolated(problem)
             lv = replace(lv, isolated_throughput=iso, denominator=C + lv.remaining / iso)
-        if self.method == "conic":
+        small = self._small_conic is not None and problem.num_jobs < AUTO_MIN_BLOCKS
+        if self.method == "conic" or small:
             model = finish_time_fairness.build_conic(lv)
-            result = self._solve(model)
+            result = solve(model.canonical(), self._small_conic, self.options) if small else self._solve(model)
             notes = ["conic program (rotated second-order cones)"]
         else:
-            model, result, notes = finish_time_fairness.solve_by_bisection(lv, self._level_lps(problem, lv))
+            model, result, notes = finish_time_fairness.solve_by_bisection(lv, self._level_lps(problem, lv),
+                                                                           exact=not self._merging(problem))
         if result.status is Status.OPTIMAL:
             allocation = finish_time_fairness.decode(problem, lv, model, result, self.name, notes)
         else:
@@ -112,12 +126,15 @@ class FinishTimeFairness(Policy):
         self._remaining = remaining[order]
         self._isolated = isolated[order]
 
+    def _merging(self, problem: AllocationProblem) -> bool:
+        """Whether the level LPs are solved over demand classes (exact only where u = 1)."""
+        return self.merges and not self.uses_pairs and problem.pairs is None
 
     def _level_lps(self, problem: AllocationProblem, lv: finish_time_fairness.Levels):
         """``r -> (level LP, result)`` for the bisection: over demand classes on a vertex backend
         (:func:`finish_time_fairness.demand_class_lp`, :meth:`_solve_merged`), over every job
         otherwise."""
-        merging = self.merges and not self.uses_pairs and problem.pairs is None
+        merging = self._merging(problem)
         kind = equal_rows(np.where(runnable(problem), finish_time_fairness.rates(problem, self.variant), 0.0),
                           problem.scale_factors)[1] if merging else None
 
@@ -134,12 +151,14 @@ class FinishTimeFairness(Policy):
 class FinishTimeFairnessAgnostic(FinishTimeFairness):
     name = "finish_time_fairness"
     variant = "agnostic"
+    auto_solver = DEFAULT_SOLVER
 
 
 class FinishTimeFairnessPerf(FinishTimeFairness):
     name = "finish_time_fairness_perf"
     fixed_type_order = True
     variant = "perf"
+    auto_solver = DEFAULT_SOLVER
 
 
 class FinishTimeFairnessPacked(FinishTimeFairness):
