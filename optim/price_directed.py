@@ -12,10 +12,10 @@ sum form refined by sweeps of market clearing over all blocks (:func:`_clearing`
 block whose choice under the estimate wins by a margin (:data:`MARGIN`) is fixed to it and
 aggregated: in the sum form its usage comes off the capacities, in the level form it adds
 ``g_bk / a_bk`` per unit of z to capacity row k (and bounds z by its reach). The other blocks
-and the aggregates form a reduced LP (:mod:`optim.reduced_lp`), solved by HiGHS, whose duals are
-the next prices; in the
-sum form a free block offers it only its cells within the margin of its best, and a cell left
-out joins where its reduced cost under the reduced LP's duals is positive.
+and the aggregates form a reduced LP (:mod:`optim.reduced_lp`), solved by HiGHS (a large sum-form
+one by the method itself, with a finer margin: :data:`RECURSE`), whose duals are the next prices;
+in the sum form a free block offers it only its cells within the margin of its best, and a cell
+left out joins where its reduced cost under the reduced LP's duals is positive.
 
 **Exact finish and optimality.** The fixed blocks' duals follow from the reduced LP's prices in
 closed form (sum form: budget dual ``mu_b = s_b,k1``; level form: ``mu_b = 0``, level dual
@@ -60,10 +60,15 @@ CLEARING_SWEEPS = 3
 REFINE_SWEEPS = 3
 #: a refining sweep leaves out the blocks whose choice wins by this much (relative)
 FIRM = 0.1
-#: a sum-form working set of more than this many times BASE blocks (and at most half the blocks) is
-#: solved by the method itself, not by HiGHS (throughput, 300,000 distinct jobs x 10 types: 2.7 s
-#: against 7.6 s a call)
+#: a sum-form working set of more than this many times BASE blocks (and at most RECURSE_SHARE of the
+#: blocks) is solved by the method itself, not by HiGHS (throughput, 300,000 distinct jobs x 10
+#: types: 2.7 s against 7.6 s a call), with its fixing margin NESTED_MARGIN times its parent's:
+#: its blocks are the parent's near ties, so the parent's margin would fix none of them (1,000,000
+#: x 10: a working set of 52,654 of 52,945 blocks went to HiGHS, 6.6 s; with 0.1, 5,508 of 99,694
+#: blocks are left at the next level, 0.3 s)
 RECURSE = 8
+RECURSE_SHARE = 0.9
+NESTED_MARGIN = 0.1
 #: equal blocks are merged where that makes the problem at least this many times smaller; a random
 #: sample of this many blocks, all distinct, rules merging out first (with at most m / 2 classes a
 #: sample of 2,048 of 1,000,000 blocks holds two of one class with probability 0.98)
@@ -247,9 +252,10 @@ def balance(per_level: np.ndarray, allowed: np.ndarray, n: np.ndarray, best: np.
     return best, np.bincount(best, weights=per_level[rows, best], minlength=K)
 
 
-def _solve(part: _Part, rng: np.random.Generator, tally: dict):
+def _solve(part: _Part, rng: np.random.Generator, tally: dict, margin: float = MARGIN):
     """``(x, z, y, mu, lam, rounds, largest)`` of ``part``: directly up to :data:`BASE` blocks
-    (from a crash basis), else by the working set from a sample's prices."""
+    (from a crash basis), else by the working set from a sample's prices (fixing the blocks that
+    win by ``margin``)."""
     m = part.g.shape[0]
     if m <= BASE:
         free = np.ones(m, dtype=bool)
@@ -259,10 +265,10 @@ def _solve(part: _Part, rng: np.random.Generator, tally: dict):
         return x, z, y, mu, lam, 1, m
     size = max(BASE, m // SHRINK)
     sample = np.sort(rng.choice(m, size, replace=False))
-    _, z_est, y_est, *_ = _solve(part.take(sample, size / m), rng, tally)
+    _, z_est, y_est, *_ = _solve(part.take(sample, size / m), rng, tally, margin)
     if part.a is None and REFINE_SWEEPS:
         y_est = _clearing(part, y_est, REFINE_SWEEPS)
-    return _working_set(part, y_est, z_est, tally)
+    return _working_set(part, y_est, z_est, tally, margin)
 
 
 def _clearing(part: _Part, y: np.ndarray, sweeps: int) -> np.ndarray:
@@ -346,15 +352,16 @@ def _choices(part: _Part, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return k1, (s1 - s2) / scale
 
 
-def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict):
-    """``part`` solved from estimated prices ``y`` and level ``z`` (module docstring)."""
+def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict, margin_limit: float = MARGIN):
+    """``part`` solved from estimated prices ``y`` and level ``z``, the blocks that win by
+    ``margin_limit`` fixed (module docstring)."""
     m, K = part.g.shape
     k1, margin = _choices(part, y)
-    free = margin < MARGIN
+    free = margin < margin_limit
     level = part.a is not None
     largest = 0
     start = k1  # the reduced LP's starting choices: under the latest prices
-    cand = None if level else _near(part, y)  # the sum form's free blocks offer only their near-best cells
+    cand = None if level else _near(part, y, margin_limit)  # sum form: free blocks offer their near-best cells
     for rounds in range(1, MAX_ROUNDS + 1):
         load, reach = _fixed_load(part, k1)
         if level:
@@ -374,10 +381,11 @@ def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict):
             on = fixed & (k1 < K)
             use = np.bincount(k1[on], weights=load[on], minlength=K)
             residual = np.maximum(part.n - use, 0.0)
-            if RECURSE * BASE < free.sum() <= m // 2:  # the reduced LP is a sum-form program: solved the same way
+            if RECURSE * BASE < free.sum() <= RECURSE_SHARE * m:  # a sum-form program: solved the same way
                 sub = part.take(np.flatnonzero(free), 1.0)
                 sub.n, sub.run = residual, sub.run & cand[free]
-                x_f, z, y_new, mu_f, lam_f, *_ = _solve(sub, np.random.default_rng(rounds), tally)
+                x_f, z, y_new, mu_f, lam_f, *_ = _solve(sub, np.random.default_rng(rounds), tally,
+                                                         margin_limit * NESTED_MARGIN)
             else:
                 x_f, z, y_new, mu_f, lam_f = solve_reduced(part, free, None, residual, np.inf, tally, start, cand)
         bad = fixed & _violates(part, y_new, k1, level)
@@ -388,20 +396,20 @@ def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict):
             return (*_assemble(part, free, k1, x_f, z, y_new, mu_f, lam_f), rounds, largest)
         free |= bad
         if not level:
-            cand |= missing | (_near(part, y_new) & bad[:, None])
+            cand |= missing | (_near(part, y_new, margin_limit) & bad[:, None])
             cand[np.flatnonzero(bad & (k1 < K)), k1[bad & (k1 < K)]] = True
         start = _choices(part, y_new)[0]
     raise NotSolved(f"price-directed: no certificate after {MAX_ROUNDS} rounds ({int(free.sum())} of {m} blocks "
                     f"in the working set)")
 
 
-def _near(part: _Part, y: np.ndarray) -> np.ndarray:
-    """(m, K): the sum form's cells whose score under ``y`` is within :data:`MARGIN` of the
+def _near(part: _Part, y: np.ndarray, margin: float = MARGIN) -> np.ndarray:
+    """(m, K): the sum form's cells whose score under ``y`` is within ``margin`` of the
     block's best choice (idle included)."""
     score = np.where(part.run, (part.c - y * part.g) / part.e, -np.inf)
     best = np.maximum(score.max(axis=1), 0.0)
     scale = np.maximum(np.abs(np.where(part.run, part.c / part.e, 0.0)).max(axis=1), 1e-300)
-    return part.run & (score >= (best - MARGIN * scale)[:, None])
+    return part.run & (score >= (best - margin * scale)[:, None])
 
 
 def _priced_out(part: _Part, y: np.ndarray, free: np.ndarray, mu_f: np.ndarray, cand: np.ndarray) -> np.ndarray:
