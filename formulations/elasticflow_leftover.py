@@ -60,6 +60,9 @@ class Candidates:
     first period; 2 made on its periods), ``fresh`` while nothing it read has changed since.
     The loops over them are compiled (:mod:`formulations.elasticflow_kernels`)."""
 
+    #: columns the buffers hold past the first grid (they double when the grid outgrows them)
+    spare = 64
+
     def __init__(self, jobs: list[PlanJob], profile: Steps, now: float, slot: float, total: int):
         J = len(jobs)
         width = max((len(job.levels) for job in jobs), default=0)
@@ -83,7 +86,7 @@ class Candidates:
         grid = _unique(np.concatenate([profile.times, self.A[self.A >= now], ends, times]))
         #: buffers with spare columns (the grid only grows); ``grid``, ``base``, ``free``, ``moves``
         #: are views of their first ``size`` columns
-        self.size, cap = grid.size, 2 * grid.size + 16
+        self.size, cap = grid.size, grid.size + self.spare
         self._grid, self._base = np.empty(cap), np.empty(cap, dtype=np.int64)
         self._free, self._moves = np.empty((J, cap), dtype=np.int64), np.zeros((J, cap), dtype=bool)
         self._grid[:grid.size] = grid

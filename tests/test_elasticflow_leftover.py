@@ -54,6 +54,14 @@ def test_all_candidates_at_once_hand_out_as_the_published_code():
         assert _hand_out(batched, total, slot, now, jobs) == _hand_out(allocate_free, total, slot, now, jobs), seed
 
 
+def test_the_grid_outgrowing_its_buffers_changes_nothing(monkeypatch):
+    monkeypatch.setattr(Candidates, "spare", 1)
+    for seed in range(120, 150):
+        rng = random.Random(seed)
+        jobs = _jobs(rng, rng.randint(5, 40), 1234.0, 60.0)
+        assert _hand_out(batched, 128, 60.0, 1234.0, jobs) == _hand_out(allocate_free, 128, 60.0, 1234.0, jobs), seed
+
+
 def test_many_jobs_are_handed_out_at_once_few_one_at_a_time(monkeypatch):
     import formulations.elasticflow_leftover as leftover
 
