@@ -237,15 +237,17 @@ def wide_instance(table, jobs: int, types: int, seed: int = 0, kind: str = "tabl
 
 
 def large_rows(table, sizes: list[tuple[int, int]], repeat: int) -> list[dict]:
-    """Ours alone on large instances (:func:`wide_instance`) of each size: max-min, throughput and
-    makespan, on jobs of equal types with HiGHS (which solves them merged) and the default solver,
+    """Ours alone on large instances (:func:`wide_instance`) of each size: max-min, throughput,
+    makespan and finish-time fairness, on jobs of equal types with HiGHS (which solves them merged
+    or over demand classes) and the default solver,
     and on distinct jobs with the default solver; the median call's build, translate (the backend's
     reading of the model) and solve seconds beside it."""
     rows = []
     for (jobs, types), kind in itertools.product(sizes, ("table", "distinct")):
         problem = wide_instance(table, jobs, types, kind=kind)
         for policy, solver in itertools.product(("max_min_fairness_perf", "max_sum_throughput_perf",
-                                                 "min_total_duration_perf"), ("highs", "auto")):
+                                                 "min_total_duration_perf", "finish_time_fairness_perf"),
+                                                ("highs", "auto")):
             if kind == "distinct" and solver == "highs":
                 continue
             times, splits = [], []
