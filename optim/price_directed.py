@@ -15,7 +15,9 @@ aggregated: in the sum form its usage comes off the capacities, in the level for
 and the aggregates form a reduced LP (:mod:`optim.reduced_lp`), solved by HiGHS (a large sum-form
 one by the method itself, with a finer margin: :data:`RECURSE`), whose duals are the next prices;
 in the sum form a free block offers it only its cells within the margin of its best, and a cell
-left out joins where its reduced cost under the reduced LP's duals is positive.
+left out joins where its reduced cost under the reduced LP's duals is positive (before any fixed
+block is freed: such cells move the prices back toward the estimate, where a reduced LP without
+them priced a type at 0 and made half the fixed blocks fail).
 
 **Exact finish and optimality.** The fixed blocks' duals follow from the reduced LP's prices in
 closed form (sum form: budget dual ``mu_b = s_b,k1``; level form: ``mu_b = 0``, level dual
@@ -394,6 +396,10 @@ def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict, margin_limit
         missing = None if level else _priced_out(part, y_new, free, mu_f, cand)
         if not bad.any() and (missing is None or not missing.any()):
             return (*_assemble(part, free, k1, x_f, z, y_new, mu_f, lam_f), rounds, largest)
+        if missing is not None and missing.any():  # the free blocks' cells first: they move the prices
+            cand |= missing
+            start = _choices(part, y_new)[0]
+            continue
         free |= bad
         if not level:
             cand |= missing | (_near(part, y_new, margin_limit) & bad[:, None])
