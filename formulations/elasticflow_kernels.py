@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .elasticflow_compiled_plan import plan
 from .elasticflow_events import MAXSIZE
 
 
@@ -118,12 +119,12 @@ def make(rows, ups, grid, size, free, moves, levels, rates, nlev, fit, top, A, d
 
 
 @njit(cache=True)
-def marginal(has, ups, spare, held, value, grid, size, free, moves, levels, rates, nlev, fit, top, A, deadline, need,
-             now, slot, up, cost, kind, fresh, end, real_end, reach, length, stop, starts, gpus):
+def marginal(has, ups, spare, held, value, grid, size, free, moves, levels, count, rates, nlev, fit, top, A, deadline,
+             need, now, slot, total, up, cost, kind, fresh, end, real_end, reach, length, stop, starts, gpus):
     """Each job's marginal GPU time into ``value``: −∞ where its next level ``ups`` is no more than
     the GPUs it ``has`` or adds more than the ``spare`` ones, +∞ where it has none, else (GPU·s of
     its candidate − GPU·s ``held`` by its plan) / added GPUs, the candidates not fresh made again
-    (:func:`make`). Returns the jobs whose candidate is left to ``plan_job`` (their value unset)."""
+    (:func:`make`; those it leaves by the compiled ``plan_job`` on the row's profile)."""
     rows, stale = np.empty(has.size, np.int64), np.empty(has.size, np.int64)
     n, m = 0, 0
     for r in range(has.size):
@@ -141,15 +142,20 @@ def marginal(has, ups, spare, held, value, grid, size, free, moves, levels, rate
     if m:
         make(stale[:m], ups[stale[:m]], grid, size, free, moves, levels, rates, nlev, fit, top, A, deadline, need,
              now, slot, up, cost, kind, fresh, end, real_end, reach, length, stop, starts, gpus)
-    todo = np.empty(n, np.int64)
-    k = 0
     for r in rows[:n]:
-        if kind[r] > 0:
-            value[r] = (cost[r] - held[r]) / (ups[r] - has[r])
-        else:
-            todo[k] = r
-            k += 1
-    return todo[:k]
+        new = cost[r]
+        if kind[r] == 0:
+            keys, vals = row(grid, size, free, moves, r)
+            new = plan(keys, vals, now, levels[r], count[r], rates[r], need[r], deadline[r], slot, total, ups[r])[4]
+        value[r] = (new - held[r]) / (ups[r] - has[r])
+
+
+@njit(cache=True)
+def row(grid, size, free, moves, r):
+    """Row ``r``'s profile (its first time and every change)."""
+    keep = moves[r, :size].copy()
+    keep[0] = True
+    return grid[:size][keep], free[r, :size][keep]
 
 
 @njit(cache=True)
@@ -254,22 +260,22 @@ def widen(grid, size, free, moves, base, times, end):
 
 
 @njit(cache=True)
-def outcome(i, grid, size, free, moves, now, A, up, end, kind, length, stop, starts, gpus):
+def outcome(i, grid, size, free, moves, now, A, up, end, real_end, kind, length, stop, starts, gpus):
     """Job ``i``'s fresh candidate (``kind`` 1 or 2, as :func:`make` left it): its plan (times,
-    GPUs) and the profile it leaves (times, free GPUs): the row's profile with the candidate's
-    end added, less ``up`` on [now, end) for kind 1 (not on A to the row's next change where A
-    is no change of the row), else less ``up`` to the first period, each period's GPUs to the
-    next period (to A after the last), the last one's only to the end where the end falls inside
-    it; equal neighbours merged."""
+    GPUs), end and real end, and the profile it leaves (times, free GPUs): the row's profile with
+    the candidate's end added, less ``up`` on [now, end) for kind 1 (not on A to the row's next
+    change where A is no change of the row), else less ``up`` to the first period, each period's
+    GPUs to the next period (to A after the last), the last one's only to the end where the end
+    falls inside it; equal neighbours merged."""
     at = np.searchsorted(grid[:size], end)
     add = not (at < size and grid[at] == end)
     m = size + 1 if add else size
     times, taken = np.empty(m), np.zeros(m, np.int64)
-    row = np.empty(m, np.int64)
+    free_row = np.empty(m, np.int64)
     for c in range(m):
         src = c if not add or c < at else c - 1
         times[c] = end if add and c == at else grid[src]
-        row[c] = free[i, src]
+        free_row[c] = free[i, src]
     if kind == 1:
         for c in range(m):
             if times[c] < end:
@@ -302,8 +308,8 @@ def outcome(i, grid, size, free, moves, now, A, up, end, kind, length, stop, sta
         plan_times[1:] = starts[i, :n]
         plan_gpus[1:s + 2] = gpus[i, :s + 1]
         plan_times, plan_gpus = merged(plan_times, plan_gpus)
-    left_times, left_free = merged(times, row - taken)
-    return plan_times, plan_gpus, left_times, left_free
+    left_times, left_free = merged(times, free_row - taken)
+    return plan_times, plan_gpus, end, real_end, left_times, left_free
 
 
 @njit(cache=True)

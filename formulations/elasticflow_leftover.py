@@ -22,7 +22,8 @@ import numpy as np
 
 from . import elasticflow_events as events
 from . import elasticflow_kernels as kernels
-from .elasticflow_events import Leftover, PlanJob, align, gpu_seconds, plan_job
+from .elasticflow_compiled_plan import plan
+from .elasticflow_events import Leftover, PlanJob, align, gpu_seconds
 
 
 @dataclass
@@ -71,13 +72,14 @@ class Candidates:
         for i, job in enumerate(jobs):
             self.levels[i, :len(job.levels)], self.rates[i, :len(job.rates)] = job.levels, job.rates
         self.nlev = (self.levels <= total).sum(axis=1)
+        self.count = np.array([len(job.levels) for job in jobs], dtype=np.int64)
         #: fit[i, f + 1]: position of job i's largest level <= f free GPUs, f from -1 to ``top``
         self.top = max(total, max((job.levels[-1] for job in jobs if job.levels), default=0))
         self.fit = kernels.fits(self.levels, self.top)
         self.deadline = np.array([job.deadline for job in jobs])
         self.need = np.array([job.need for job in jobs])
         self.A = np.array([align(now, job.deadline, slot) for job in jobs])
-        self.now, self.slot, self.total = float(now), float(slot), total
+        self.now, self.slot, self.total = float(now), float(slot), int(total)
         plans = [sorted(job.alloc.items()) for job in jobs]
         times = np.array([t for plan in plans for t, _ in plan], dtype=float)
         values = np.array([v for plan in plans for _, v in plan], dtype=np.int64)
@@ -127,32 +129,30 @@ class Candidates:
         k < end gains the GPUs the plan holds at k."""
         return Steps.merged(self.grid, self.free[i])
 
-    def marginal(self, has: np.ndarray, ups: np.ndarray, spare: int, held: np.ndarray, value: np.ndarray) -> np.ndarray:
+    def marginal(self, has: np.ndarray, ups: np.ndarray, spare: int, held: np.ndarray, value: np.ndarray) -> None:
         """Each job's marginal GPU time into ``value`` (:func:`~formulations.elasticflow_kernels.marginal`:
         the candidate of a job with ``has`` GPUs, ``ups`` GPUs fixed now, is the GPU·s of
-        ``plan_job(self.handed_back(i), ..., assigned=up)`` where it finishes in its first period
-        or a level reaches its deadline and a period meets its need; made again only where not
-        fresh). Returns the jobs whose value is left to ``plan_job``."""
-        return kernels.marginal(has, ups, spare, held, value, self._grid, self.size, self._free, self._moves,
-                                self.levels, self.rates, self.nlev, self.fit, self.top, self.A, self.deadline,
-                                self.need, self.now, self.slot, self.up, self.cost, self.kind, self.fresh, self.end,
-                                self.real_end, self.reach, self.length, self.stop, self.starts, self.gpus)
+        ``plan_job(self.handed_back(i), ..., assigned=up)``, made again only where not fresh)."""
+        kernels.marginal(has, ups, spare, held, value, self._grid, self.size, self._free, self._moves, self.levels,
+                         self.count, self.rates, self.nlev, self.fit, self.top, self.A, self.deadline, self.need,
+                         self.now, self.slot, self.total, self.up, self.cost, self.kind, self.fresh, self.end,
+                         self.real_end, self.reach, self.length, self.stop, self.starts, self.gpus)
 
-    def outcome(self, i: int) -> tuple[Steps, float, float, Steps] | None:
-        """Job i's candidate (None where left to ``plan_job``): its plan, end and real end, and the
-        profile it leaves: the row's profile less what the published ``ef_sim_allocation``
-        subtracts. Done in its first period: ``up`` on the breakpoints in [now, end), not on A where
-        A is no breakpoint (the published code adds A to the profile and leaves it). Made on its
-        periods: ``up`` to nxt and each period's GPUs to the next period (to A after the last), the
-        last one's only to the end where the end falls inside it (the published code restores the
-        count there)."""
-        if not self.fresh[i]:
-            return None
-        end = float(self.end[i])
-        plan_times, plan_gpus, times, free = kernels.outcome(
-            i, self._grid, self.size, self._free, self._moves, self.now, self.A[i], self.up[i], end, self.kind[i],
-            self.length[i], self.stop[i], self.starts, self.gpus)
-        return Steps(plan_times, plan_gpus), end, float(self.real_end[i]), Steps(times, free)
+    def outcome(self, i: int, up: int) -> tuple[Steps, float, float, Steps]:
+        """Job i's plan with ``up`` GPUs now on its row's profile, its end and real end, and the
+        profile it leaves: the fresh candidate's (the row's profile less what the published
+        ``ef_sim_allocation`` subtracts: :func:`~formulations.elasticflow_kernels.outcome`), else
+        the compiled ``plan_job``'s."""
+        if self.fresh[i]:
+            plan_times, plan_gpus, end, real_end, times, free = kernels.outcome(
+                i, self._grid, self.size, self._free, self._moves, self.now, self.A[i], self.up[i], self.end[i],
+                self.real_end[i], self.kind[i], self.length[i], self.stop[i], self.starts, self.gpus)
+        else:
+            keys, vals = kernels.row(self._grid, self.size, self._free, self._moves, i)
+            plan_times, plan_gpus, end, real_end, _, times, free = plan(
+                keys, vals, self.now, self.levels[i], self.count[i], self.rates[i], self.need[i], self.deadline[i],
+                self.slot, self.total, up)
+        return Steps(plan_times, plan_gpus), float(end), float(real_end), Steps(times, free)
 
     def update(self, i: int, plan: Steps, end: float, profile: Steps) -> None:
         """Job i took ``plan`` (held until ``end``), leaving ``profile``: the grid gains its new times,
@@ -197,25 +197,16 @@ def batched(jobs: list[PlanJob], profile: dict, now: float, slot: float, total: 
     ups = np.array([job.next_level() for job in jobs], dtype=np.int64)
     cost = np.array([gpu_seconds(job.alloc, job.end) for job in jobs])
     value = np.empty(len(jobs))
-
-    def remade(i: int) -> events.Outcome:
-        return plan_job(candidates.handed_back(i).as_dict(), now, jobs[i], slot, total, assigned=int(ups[i]))
-
     order = np.arange(len(jobs))
     while True:
-        for i in candidates.marginal(gpus, ups, free, cost, value).tolist():
-            out = remade(i)
-            value[i] = (gpu_seconds(out.alloc, out.end) - cost[i]) / (ups[i] - gpus[i])
+        candidates.marginal(gpus, ups, free, cost, value)
         order = order[np.argsort(-value[order], kind="stable")]
         grows = ((ups > gpus) & (ups - gpus <= free))[order]
         if free <= 0 or not grows.any():
             break
         pick = int(order[np.argmax(grows)])
-        job, made = jobs[pick], candidates.outcome(pick)
-        if made is None:
-            out = remade(pick)
-            made = Steps.of(out.alloc), out.end, out.real_end, Steps.of(out.profile)
-        plan, end, real_end, left = made
+        job = jobs[pick]
+        plan, end, real_end, left = candidates.outcome(pick, ups[pick])
         free -= int(ups[pick] - gpus[pick])
         replaced.add(job.end)
         job.alloc, job.end, job.real_end, job.gpus = plan.as_dict(), end, real_end, int(plan.values[0])

@@ -32,7 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
-from formulations.elasticflow_events import MAXSIZE, PlanJob, plan_all
+from formulations.elasticflow_compiled_plan import plan_all
+from formulations.elasticflow_events import MAXSIZE, PlanJob
 from formulations.elasticflow_leftover import allocate_free
 
 
