@@ -145,12 +145,9 @@ def test_an_infeasible_program_is_not_answered_by_the_method():
     assert any("price-directed" in note for note in res.notes)
 
 
-@settings(max_examples=15)
-@given(distinct_jobs(min_jobs=100, max_jobs=400, per_job=(0.2, 0.75, 1.5)))
-def test_a_large_working_set_solved_by_the_method_itself_keeps_the_certificate(problem):
-    # with BASE 8 and RECURSE 2, every working set of more than 16 jobs (and at most 90 %) recurses,
-    # fixing at a tenth of its parent's margin
-    canon = max_sum_throughput.build(problem, "perf").canonical()
+def solved_recursively(canon, base: int):
+    """``canon`` solved by "block" with BASE ``base`` and RECURSE 2 (every working set of more than
+    2 * base blocks, and at most 90 %, recurses), with each ``_solve`` call's (blocks, margin)."""
     calls = []
     solve_part = pd._solve
 
@@ -158,28 +155,23 @@ def test_a_large_working_set_solved_by_the_method_itself_keeps_the_certificate(p
         calls.append((part.g.shape[0], margin))
         return solve_part(part, rng, tally, margin)
 
-    with mock.patch.object(pd, "BASE", 8), mock.patch.object(pd, "RECURSE", 2), \
+    with mock.patch.object(pd, "BASE", base), mock.patch.object(pd, "RECURSE", 2), \
             mock.patch.object(pd, "_solve", counted):
         ours = solve(canon, "block")
     check_certificate(canon, ours)
     assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
+    return calls
+
+
+@settings(max_examples=15)
+@given(distinct_jobs(min_jobs=100, max_jobs=400, per_job=(0.2, 0.75, 1.5)))
+def test_a_large_working_set_solved_by_the_method_itself_keeps_the_certificate(problem):
+    calls = solved_recursively(max_sum_throughput.build(problem, "perf").canonical(), 8)
     assert len(calls) > 1
     depths = [np.log(margin / pd.MARGIN) / np.log(pd.NESTED_MARGIN) for _, margin in calls]
-    assert np.allclose(depths, np.round(depths))
+    assert np.allclose(depths, np.round(depths))  # a nested working set fixes at a tenth of its parent's margin
 
 
 def test_a_nested_working_set_fixes_at_a_finer_margin_and_keeps_the_certificate():
-    canon = max_sum_throughput.build(_priced(3000), "perf").canonical()
-    margins = []
-    solve_part = pd._solve
-
-    def counted(part, rng, tally, margin=pd.MARGIN):
-        margins.append(margin)
-        return solve_part(part, rng, tally, margin)
-
-    with mock.patch.object(pd, "BASE", 16), mock.patch.object(pd, "RECURSE", 2), \
-            mock.patch.object(pd, "_solve", counted):
-        ours = solve(canon, "block")
-    check_certificate(canon, ours)
-    assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
-    assert min(margins) <= pd.MARGIN * pd.NESTED_MARGIN * (1 + 1e-12)
+    calls = solved_recursively(max_sum_throughput.build(_priced(3000), "perf").canonical(), 16)
+    assert min(margin for _, margin in calls) <= pd.MARGIN * pd.NESTED_MARGIN * (1 + 1e-12)
