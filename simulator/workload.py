@@ -10,7 +10,7 @@ the trace gives one; how the job adapts its batch size (Shockwave's modes).
 
 :func:`read_jobs` reads any trace format, chosen from the file: Gavel's 10- and 7-column and
 Shockwave's 12-column tab-separated traces, ElasticFlow / ITP CSV, Chronus CSV, Pollux workload
-CSV. The file's own record
+CSV, Helios' job logs and the Philly CSV (jobs with virtual clusters). The file's own record
 (:attr:`Jobs.record`) is kept for what only that format holds (a Gavel job's command line, a Chronus
 job's deadline options) and to write the trace back.
 
@@ -42,6 +42,7 @@ from simulator.readers.elasticflow_traces import (
     read_chronus_trace,
     read_deadline_trace,
 )
+from simulator.readers.helios_logs import JobLog, is_helios_log, is_philly_csv, job_log_text, read_job_log
 from simulator.readers.pollux_traces import (
     POLLUX_COLUMNS,
     PolluxInputError,
@@ -65,7 +66,11 @@ class DeadlineKind(IntEnum):
 @dataclass(frozen=True)
 class Jobs:
     """The one job model (module doc): parallel arrays in trace order. ``deadline`` is absolute (s,
-    inf: none), ``slo`` a factor of the isolated run time (inf: none); a job has at most one of them."""
+    inf: none), ``slo`` a factor of the isolated run time (inf: none); a job has at most one of them.
+
+    ``vc``: each job's virtual cluster id (object array), None for traces without VCs. A field, not a
+    detail of :attr:`record`, because it constrains where the job may run under every policy, as
+    ``requested`` does; what only schedulers of one system read (a Helios job's user) stays in the record."""
 
     ids: np.ndarray
     arrival: np.ndarray
@@ -81,8 +86,9 @@ class Jobs:
     duration: np.ndarray
     mode: tuple[str, ...]
     source: str
-    record: Trace | DeadlineTrace | ChronusTrace | PolluxTrace
+    record: Trace | DeadlineTrace | ChronusTrace | PolluxTrace | JobLog
     chronus_minutes: bool = True
+    vc: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.arrival)
@@ -138,6 +144,17 @@ class Jobs:
                    slo=np.full(n, np.inf), duration=np.full(n, np.nan), mode=("static",) * n, source=trace.source,
                    record=trace)
 
+    @classmethod
+    def from_job_log(cls, log: JobLog) -> Jobs:
+        """A Helios / Philly job log: work is the run time alone in seconds, arrivals from the log's
+        origin (:attr:`~simulator.readers.helios_logs.JobLog.origin`), best effort, each job in its VC."""
+        n = len(log)
+        return cls(ids=log.job_ids, arrival=log.arrival, work=log.duration, unit="seconds",
+                   model=np.full(n, "", dtype=object), batch_size=np.zeros(n, dtype=np.int64), requested=log.gpus,
+                   weight=np.ones(n), kind=np.full(n, DeadlineKind.BEST_EFFORT, dtype=np.int8),
+                   deadline=np.full(n, np.inf), slo=np.full(n, np.inf), duration=log.duration, mode=("static",) * n,
+                   source=log.source, record=log, vc=log.vc)
+
     @property
     def best_effort(self) -> np.ndarray:
         return self.kind == DeadlineKind.BEST_EFFORT
@@ -182,6 +199,8 @@ def jobs_text(jobs: Jobs) -> str:
         return chronus_trace_text(record, minutes=jobs.chronus_minutes)
     if isinstance(record, PolluxTrace):
         return pollux_trace_text(record)
+    if isinstance(record, JobLog):
+        return job_log_text(record)
     return deadline_trace_text(record)
 
 
@@ -193,11 +212,13 @@ def write_jobs(jobs: Jobs, path: str | os.PathLike) -> None:
 def read_jobs(path: str | os.PathLike, *, chronus_minutes: bool = True) -> Jobs:
     """Read a trace of any format (module doc): tab-separated lines are a Gavel trace, a CSV header
     with Pollux's columns a Pollux workload, with Chronus's a Chronus trace (times in minutes unless
-    ``chronus_minutes`` is False), any other CSV an ElasticFlow / ITP trace."""
+    ``chronus_minutes`` is False), with Helios' or Philly's a whole job log (GPU jobs;
+    :func:`~simulator.readers.helios_logs.read_job_log` selects windows and VCs), any other CSV an
+    ElasticFlow / ITP trace."""
     src = os.fspath(path)
     try:
-        with open(src, encoding="utf-8") as handle:
-            first = next((line for line in handle if line.strip()), "")
+        with open(src, "rb") as handle:  # only the first line is decoded here: the readers locate bad bytes
+            first = next((line for line in handle if line.strip()), b"").decode("utf-8")
     except OSError as exc:
         raise TraceError(f"{src}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -207,6 +228,8 @@ def read_jobs(path: str | os.PathLike, *, chronus_minutes: bool = True) -> Jobs:
     header = {name.strip() for name in first.split(",")}
     if set(POLLUX_COLUMNS) <= header:
         return Jobs.from_pollux(read_pollux_trace(src))
+    if is_philly_csv(header) or is_helios_log(header):
+        return Jobs.from_job_log(read_job_log(src))
     if set(CHRONUS_COLUMNS) <= header:
         return Jobs.from_chronus(read_chronus_trace(src, minutes=chronus_minutes), minutes=chronus_minutes)
     return Jobs.from_deadlines(read_deadline_trace(src))
