@@ -29,6 +29,16 @@ In this package (nothing is imported here: ``from simulator.readers.traces impor
   :class:`~.pollux_traces.PolluxTrace`; :func:`~.pollux_traces.is_pollux_workload` tells one by its
   header; :func:`~.pollux_traces.pollux_trace_text` writes it back. Errors:
   :class:`~.pollux_traces.PolluxInputError`.
+- :mod:`.helios_logs`: job logs with virtual clusters: Helios' job-log CSV (Venus, Saturn, Philly as
+  Helios and Lucid released them) and the Philly CSV (``timestamp,duration,num_gpus,gpu_time,cluster``).
+  :func:`~.helios_logs.read_job_log` (GPU jobs, VC and submission-window filters) yields a
+  :class:`~.helios_logs.JobLog`; :func:`~.helios_logs.job_log_text` writes it back. Errors:
+  :class:`~.helios_logs.LucidInputError`.
+- :mod:`.lucid_measurements`: Lucid's VC configs (:func:`~.lucid_measurements.read_vc_config`, a
+  :class:`~.lucid_measurements.VcConfig`), profiled workloads (``single_data.csv``,
+  :func:`~.lucid_measurements.read_profiles`) and measured co-locations (``colocate_info.csv``,
+  :func:`~.lucid_measurements.read_colocations`). Each job's drawn workload and the pair-speed matrix are
+  in :mod:`simulator.lucid_profiles`.
 
 Readers that stay next to the model they build, outside this package:
 
