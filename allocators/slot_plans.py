@@ -9,7 +9,16 @@ the trace, no copies) and asks two things:
   Only active jobs (admitted, arrived, unfinished) may get GPUs, at most ``cap`` each, at most
   ``total_gpus`` together; elastic policies pick any allowed count, the others the requested one.
   A policy that :attr:`SlotPolicy.places` returns ``(J, nodes) int`` instead: GPUs per job on
-  each node (at most ``gpus_per_node`` on a node), which the engine runs as given.
+  each node (at most ``gpus_per_node`` on a node), which the engine runs as given; or the same plan
+  as a :class:`NodePlan` of entries, whose size grows with the jobs placed rather than the trace.
+
+**Virtual clusters.** On a cluster split into VCs (``view.vc`` not None) a job holds GPUs only on
+its VC's nodes (``view.vc_bounds``): a GPU-count plan must keep each VC within its GPUs
+(:meth:`JobsView.vc_gpus`), and the engine places each job inside its VC; a node plan must give
+each job only nodes of its VC. The engine checks both at every decision and stops the run with an
+error naming the policy, the job and the VC otherwise; a job larger than its VC has no allowed count
+(``cap``) and is declined as unschedulable. Every policy on the slot clock runs under this contract,
+VC-aware or not; on a cluster without VCs nothing changes.
 
 ``next_decision(view)`` may ask for an extra decision (a planned scale change, a queue demotion).
 """
@@ -33,6 +42,9 @@ class JobState(IntEnum):
     DECLINED = 4
     #: its leases failed too often on a real executor (never in simulation)
     FAILED = 5
+
+
+_PENDING, _RUNNING = int(JobState.PENDING), int(JobState.RUNNING)
 
 
 class Charge(str, Enum):
@@ -87,10 +99,20 @@ class JobsView:
     nodes: np.ndarray | None = None
     #: co-adaptive jobs (Pollux's model: epochs, batch choice, goodput) when the workload has them
     coadaptive: object | None = None
+    #: each job's virtual cluster (index into VCs; None: the cluster has no VCs)
+    vc: np.ndarray | None = None
+    #: (VCs + 1,) node offsets: VC k owns nodes ``vc_bounds[k]:vc_bounds[k + 1]`` (None without VCs)
+    vc_bounds: np.ndarray | None = None
+
+    def vc_gpus(self) -> np.ndarray:
+        """GPUs per VC (one entry, the whole cluster, without VCs)."""
+        if self.vc_bounds is None:
+            return np.array([self.total_gpus], dtype=np.int64)
+        return np.diff(self.vc_bounds) * self.gpus_per_node
 
     def active(self) -> np.ndarray:
         """Indices of admitted, arrived, unfinished jobs (pending or running)."""
-        return np.flatnonzero((self.state == JobState.PENDING) | (self.state == JobState.RUNNING))
+        return np.flatnonzero((self.state == _PENDING) | (self.state == _RUNNING))
 
     def columns(self, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Table column of each GPU count, and whether the count is a column (0 is not)."""
@@ -101,12 +123,34 @@ class JobsView:
     def rate(self, jobs: np.ndarray, gpus: np.ndarray) -> np.ndarray:
         """Iterations/s of ``jobs`` on ``gpus`` GPUs each (0 for 0 GPUs or an unsupported count)."""
         col, ok = self.columns(gpus)
-        return np.nan_to_num(np.where(ok, self.rates[jobs, col], 0.0), nan=0.0)
+        rate = np.where(ok, self.rates[jobs, col], 0.0)
+        rate[np.isnan(rate)] = 0.0
+        return rate
 
     def allowed(self, jobs: np.ndarray) -> np.ndarray:
         """(len(jobs), S) mask of GPU counts each job may run on."""
         r = self.rates[jobs]
         return np.isfinite(r) & (r > 0) & (self.gpu_counts[None, :] <= self.cap[jobs, None])
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """A node plan as entries: job ``jobs[e]`` holds ``gpus[e]`` GPUs on node ``nodes[e]`` (one entry
+    per job and node it uses; a job with no entry holds none). The same plan as the dense (J, nodes)
+    array (:meth:`of_dense`), whose size does not grow with the trace."""
+
+    jobs: np.ndarray
+    nodes: np.ndarray
+    gpus: np.ndarray
+
+    @classmethod
+    def of_dense(cls, plan: np.ndarray) -> NodePlan:
+        jobs, nodes = np.nonzero(plan)
+        return cls(jobs, nodes, plan[jobs, nodes])
+
+    def per_job(self, num_jobs: int) -> np.ndarray:
+        """GPUs per job (length ``num_jobs``)."""
+        return np.bincount(self.jobs, weights=self.gpus, minlength=num_jobs).astype(np.int64)
 
 
 class SlotPolicy(SchedulingPolicy):

@@ -7,6 +7,9 @@ nodes, with the smaller jobs in decreasing size, this is buddy placement: every 
 its own size and never straddles a node, so counts that sum to at most G always fit. A job that
 does not fit gets no GPUs.
 
+On a cluster split into virtual clusters (:func:`place_in_vcs`) each VC's jobs are placed so on its
+own nodes, whose ranks follow the VCs' node order.
+
 A placement is summarized per job by its first rank; ``(first rank, n)`` identifies the GPU
 set, which the overhead model's cache keys on.
 """
@@ -36,6 +39,21 @@ def place(gpus: np.ndarray, order: np.ndarray, gpus_per_node: int, total_gpus: i
     fits = start + footprint <= total_gpus
     first[order[fits]] = start[fits]
     placed[order[fits]] = True
+    return first, placed
+
+
+def place_in_vcs(gpus: np.ndarray, order: np.ndarray, gpus_per_node: int, job_vc: np.ndarray,
+                 bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`place` inside each VC: the jobs of VC k (``job_vc``), in ``order``, on the ranks of its
+    nodes ``bounds[k]:bounds[k + 1]``."""
+    order = np.asarray(order, dtype=np.int64)
+    first = np.full(len(gpus), -1, dtype=np.int64)
+    placed = np.zeros(len(gpus), dtype=bool)
+    for k in np.unique(job_vc[order]).tolist():
+        mine = order[job_vc[order] == k]
+        f, p = place(gpus, mine, gpus_per_node, int(bounds[k + 1] - bounds[k]) * gpus_per_node)
+        first[mine] = np.where(p[mine], f[mine] + int(bounds[k]) * gpus_per_node, -1)
+        placed[mine] = p[mine]
     return first, placed
 
 

@@ -11,6 +11,8 @@ same question, vectorized over jobs::
   size (how Shockwave's jobs change theirs).
 - :class:`CurveRates`: ElasticFlow's tables: iterations/s per (model, global batch size) at every GPU
   count of one GPU type (:class:`~simulator.readers.iteration_tables.IterationTable`).
+- :class:`RunTimeRates`: jobs whose work is their run time in seconds on their requested GPUs (Helios
+  and Philly job logs, ``unit="seconds"``): 1 s of work per second, gang-scheduled.
 
 Each clock reads its own dense view of the rate model once per run (:mod:`simulator.views`).
 """
@@ -143,4 +145,25 @@ class GoodputRates(CurveRates):
         return cls(table, None, dict(apps))
 
 
-__all__ = ["CurveRates", "GoodputRates", "RateModel", "TableRates"]
+@dataclass(frozen=True)
+class RunTimeRates:
+    """Work in seconds of run time on the job's requested GPUs (Helios / Lucid job logs): a job on its
+    requested GPUs progresses 1 s of work per second. Such jobs are gang-scheduled with a fixed GPU
+    count: they run on exactly their requested GPUs or wait, so the views offer them no other count
+    (the slot view's rate is NaN at every other count, which the engine refuses to allocate) and
+    this model is only asked at the requested count."""
+
+    gpu_type: str = "gpu"
+    source: str = "run time in seconds (job log)"
+
+    @property
+    def worker_types(self) -> tuple[str, ...]:
+        return (self.gpu_type,)
+
+    def rate(self, models, batch_sizes, gpus, worker_type: str) -> np.ndarray:
+        if worker_type != self.gpu_type:
+            raise ValueError(f"{self.source}: rates of one GPU type, {self.gpu_type!r}; got {worker_type!r}")
+        return np.ones(np.shape(np.asarray(gpus)))
+
+
+__all__ = ["CurveRates", "GoodputRates", "RateModel", "RunTimeRates", "TableRates"]

@@ -1,7 +1,8 @@
 """One call from a workload to a :class:`SimulationResult`, for any policy on any workload:
 :func:`run` takes the one :class:`~simulator.workload.Workload`; :func:`simulate` builds it from a
 Gavel / Shockwave trace (or a generated one), a ``type=count`` cluster and a Gavel table, and
-:func:`simulate_deadlines` from an ElasticFlow / ITP trace, a node cluster spec and iteration tables.
+:func:`simulate_deadlines` from an ElasticFlow / ITP trace, a node cluster spec and iteration tables,
+:func:`simulate_job_log` from a Helios / Philly job log and a VC config.
 Every policy runs on the one :class:`simulator.engine.Engine`: one planning time shares or whole
 rounds on the round clock, one planning GPUs per slot on the slot clock, each through its view of
 the workload (:mod:`simulator.views`)."""
@@ -27,9 +28,11 @@ from simulator.executor import Executor
 from simulator.generator import generate_trace
 from simulator.metrics import SimulationResult
 from simulator.overheads import OverheadModel
-from simulator.rates import CurveRates, GoodputRates, TableRates
+from simulator.rates import CurveRates, GoodputRates, RunTimeRates, TableRates
 from simulator.readers.elasticflow_traces import DeadlineTrace
+from simulator.readers.helios_logs import read_job_log
 from simulator.readers.iteration_tables import IterationTable, read_throughput_dir
+from simulator.readers.lucid_measurements import VcConfig, read_vc_config
 from simulator.readers.node_cluster import NodeCluster, read_cluster_spec
 from simulator.readers.pollux_traces import POLLUX_COLUMNS, PolluxTrace
 from simulator.readers.traces import Trace, read_trace
@@ -139,6 +142,9 @@ def run(
         rule = DeadlineRule.parse(deadlines, config.seed) if isinstance(deadlines, str) else deadlines
         workload = with_deadlines(workload, rule)
     notes = list(workload.notes)
+    if workload.jobs.vc is not None and workload.cluster.vcs is None:
+        notes.append(f"the jobs name virtual clusters; cluster {workload.cluster} has none, so any job may run on "
+                     f"any node")
     if is_slot_policy(policy):
         if any(mode != "static" for mode in workload.jobs.mode):
             notes.append("batch-size adaptation (accordion / gns) is not modelled by slot policies: jobs keep "
@@ -267,6 +273,27 @@ def pollux_workload(trace: str | os.PathLike, applications: str | os.PathLike | 
     return Workload(jobs, Cluster(("gpu",), np.array([total]), gpus_per_node), rates)
 
 
+def job_log_workload(trace: str | os.PathLike, vc_config: str | os.PathLike | VcConfig, *,
+                     window: tuple | None = None) -> Workload:
+    """A Helios / Philly job log's GPU jobs in the VCs of ``vc_config`` (submitted within ``window``:
+    :func:`~simulator.readers.helios_logs.read_job_log`) on those VCs' nodes, each job's work its run
+    time in seconds (:class:`~simulator.rates.RunTimeRates`)."""
+    config = vc_config if isinstance(vc_config, VcConfig) else read_vc_config(vc_config)
+    jobs = Jobs.from_job_log(read_job_log(trace, window=window, vcs=config.names))
+    return Workload(jobs, Cluster.of_vcs(config), RunTimeRates())
+
+
+def simulate_job_log(trace: str | os.PathLike, vc_config: str | os.PathLike | VcConfig, *,
+                     policy: str = "fifo-helios", window: tuple | None = None, solver: str = "highs",
+                     options: SolveOptions | None = None, slot: float | None = None, preset: str | None = None,
+                     progress: Progress | None = None, **policy_params) -> SimulationResult:
+    """Replay a job log on its virtual clusters (:func:`job_log_workload`) under a slot ``policy``
+    (every job on its VC's nodes only, gang-scheduled on its requested GPUs)."""
+    workload = job_log_workload(trace, vc_config, window=window)
+    return run(workload, policy=policy, solver=solver, options=options, progress=progress,
+               policy_params=policy_params, slot=slot, preset=preset)
+
+
 def run_slot_view(view: SlotView, policy: str, solver: str, options: SolveOptions | None, slot: float | None,
                   overhead: OverheadModel | None = None, progress: Progress | None = None,
                   notes: list[str] | None = None, executor=None, preset: str | None = None,
@@ -283,5 +310,5 @@ def run_slot_view(view: SlotView, policy: str, solver: str, options: SolveOption
 
 
 __all__ = ["EXAMPLE", "GPU_TYPES", "POLLUX_CLUSTER", "default_solver", "example_workload", "find_applications",
-           "gpu_type_of", "pollux_workload", "run", "run_slot_view", "simulate", "simulate_deadlines",
-           "simulate_pollux"]
+           "gpu_type_of", "job_log_workload", "pollux_workload", "run", "run_slot_view", "simulate",
+           "simulate_deadlines", "simulate_job_log", "simulate_pollux"]

@@ -1,5 +1,6 @@
 """What the slot clock runs: a workload's jobs with their rates at every GPU count of one GPU type,
-on a cluster of identical nodes (built by :func:`simulator.views.slot_view`)."""
+on a cluster of identical nodes, split into virtual clusters where the workload's cluster is
+(built by :func:`simulator.views.slot_view`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.cluster import VirtualClusters
 from simulator.readers.elasticflow_traces import DeadlineInputError, DeadlineTrace
 from simulator.readers.iteration_tables import IterationTable, elasticflow_max_gpus
 from simulator.readers.node_cluster import NodeCluster
@@ -26,6 +28,9 @@ class SlotView:
     worker_type: str = "gpu"
     #: per job, its measured application when the jobs are co-adaptive (:mod:`simulator.coadaptive`)
     applications: tuple | None = None
+    #: the cluster's virtual clusters (None: one pool) and each job's VC index into them
+    vcs: VirtualClusters | None = None
+    job_vc: np.ndarray | None = None
 
     @classmethod
     def build(cls, trace: DeadlineTrace, cluster: NodeCluster, table: IterationTable,
@@ -85,10 +90,11 @@ class SlotView:
 
     def caps(self, source: str) -> np.ndarray:
         """Most GPUs per job: "table" = the largest supported count, at most the batch size and
-        the cluster; "elasticflow" = the published hand-set caps for ``gpu_type`` (the table's
-        where the type is unknown), also at most the cluster."""
+        the cluster (a job without a batch size, 0, has no batch cap); "elasticflow" = the published
+        hand-set caps for ``gpu_type`` (the table's where the type is unknown), also at most the cluster."""
         counts = self.gpu_counts
-        ok = np.isfinite(self.rates) & (self.rates > 0) & (counts[None, :] <= self.trace.batch_size[:, None])
+        batch = self.trace.batch_size[:, None]
+        ok = np.isfinite(self.rates) & (self.rates > 0) & ((counts[None, :] <= batch) | (batch <= 0))
         table_cap = np.where(ok, counts[None, :], 0).max(axis=1)
         if source == "elasticflow" and self.gpu_type is not None:
             pairs = {(m, int(b)) for m, b in zip(self.trace.model, self.trace.batch_size)}

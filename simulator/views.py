@@ -10,7 +10,10 @@
   rate at every GPU count of one GPU type, on nodes of equal size. A workload rated by Gavel's table
   (:class:`~simulator.rates.TableRates`) needs a one-type cluster, whole nodes and deadlines: a job may
   run on any count at which the table has its job type; deadlines are its SLOs
-  (:meth:`RoundView.slo_deadlines`; jobs without one are best effort). Errors name what is missing.
+  (:meth:`RoundView.slo_deadlines`; jobs without one are best effort). Jobs rated by their run time
+  (:class:`~simulator.rates.RunTimeRates`: job logs) run 1 s of work per second on their requested
+  count only. On a cluster split into virtual clusters each job carries its VC (an unknown VC is an
+  error naming the job). Errors name what is missing.
 - :func:`with_deadlines`: deadlines drawn by a :class:`DeadlineRule` (an explicit option, recorded in
   the run's notes) as SLOs, so round and slot policies see the same deadlines.
 """
@@ -23,8 +26,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simulator.cluster import Cluster
-from simulator.rates import CurveRates, GoodputRates, TableRates
+from simulator.cluster import Cluster, ClusterSpecError
+from simulator.rates import CurveRates, GoodputRates, RunTimeRates, TableRates
 from simulator.readers.elasticflow_traces import DeadlineTrace
 from simulator.readers.iteration_tables import IterationTable
 from simulator.readers.node_cluster import NodeCluster
@@ -92,8 +95,34 @@ def slot_view(workload: Workload, gpus_per_server: int | None, policy: str) -> S
         raise WorkloadError(f"policy {policy}: {int(cluster.gpus[0])} GPUs are not whole servers of {per_server} "
                             f"(--gpus-per-server)")
     if isinstance(workload.rates, CurveRates):
-        return _curve_view(workload, per_server)
-    return _as_slot_view(round_view(workload), per_server, policy)
+        view = _curve_view(workload, per_server)
+    elif isinstance(workload.rates, RunTimeRates):
+        view = _run_time_view(workload, per_server)
+    else:
+        view = _as_slot_view(round_view(workload), per_server, policy)
+    vcs = cluster.vcs
+    if vcs is None:
+        return view
+    if int(vcs.nodes.sum()) != view.cluster.num_nodes:
+        raise ClusterSpecError(f"cluster {cluster}: its VCs have {int(vcs.nodes.sum())} nodes, its GPUs make "
+                               f"{view.cluster.num_nodes} nodes of {per_server}")
+    jobs = workload.jobs
+    return replace(view, vcs=vcs, job_vc=vcs.index(jobs.vc, jobs.ids, jobs.source))
+
+
+def _run_time_view(workload: Workload, per_node: int) -> SlotView:
+    """Jobs whose work is seconds of run time: rate 1 at the requested count, NaN at every other (a
+    job requesting no GPU has no count and is declined as unschedulable)."""
+    jobs, cluster = workload.jobs, workload.cluster
+    counts = np.unique(jobs.requested[jobs.requested > 0]).astype(np.int64)
+    rates = np.where(counts[None, :] == jobs.requested[:, None], 1.0, np.nan)
+    trace = DeadlineTrace(job_ids=jobs.ids, submit=jobs.arrival.astype(float), iterations=jobs.work.astype(float),
+                          model=jobs.model, deadline=jobs.deadline, batch_size=jobs.batch_size,
+                          num_gpus=jobs.requested.astype(np.int64), duration=jobs.work.astype(float),
+                          best_effort=jobs.best_effort, source=jobs.source)
+    table = IterationTable(directory=workload.rates.source, gpu_counts=counts, batch_sizes={}, rates={})
+    nodes = NodeCluster(1, int(cluster.gpus[0]) // per_node, per_node, 1, 1)
+    return SlotView(trace, nodes, table, rates, None, cluster.worker_types[0])
 
 
 def _curve_view(workload: Workload, per_node: int) -> SlotView:

@@ -9,6 +9,8 @@ for slot policies.
 - ``elasticflow``: 60 s rounds, reset at every change, no checkpoint overhead; 60 s slots.
 - ``pollux``: 60 s rounds, reset at every change, 30 s restart delay charged as checkpoint
   overhead; 60 s slots on a fixed grid (decisions at multiples of 60 s only, none on events).
+- ``helios``: the Helios and Lucid simulators' 1 s time step: 1 s rounds and slots, no overhead
+  (slots decide on every arrival and completion, at most one decision a second).
 
 Slots charge the overhead each policy's system published (ElasticFlow's scaling / restart model,
 :mod:`simulator.overheads`; Pollux's 30 s restart delay); an explicit option overrides any field of
@@ -45,6 +47,7 @@ PRESETS = {
     "shockwave": Preset("Shockwave", 120.0, 1000.0, 20.0, 1.5, 120.0),
     "elasticflow": Preset("ElasticFlow", 60.0, 0.0, 0.0, None, 60.0),
     "pollux": Preset("Pollux", 60.0, 0.0, 30.0, None, 60.0, grid=True),
+    "helios": Preset("Helios", 1.0, 0.0, 0.0, None, 1.0),
 }
 
 

@@ -13,6 +13,10 @@ inside the interval (their GPUs stay idle until this decision); the policy admit
 arrivals, then picks GPU counts; jobs are placed on nodes (:mod:`simulator.buddy`), and the overhead of the coming
 interval is charged as the policy's published rule says (:mod:`simulator.overheads`).
 
+On a cluster split into virtual clusters, every plan is checked against them
+(:mod:`simulator.engine.node_plans`: a job runs only on its VC's nodes, no VC over its GPUs) and GPU
+counts are placed inside each job's VC; a job's cap is at most its VC's GPUs.
+
 A late job keeps running and counts as missed when it finishes; a declined job never runs.
 
 Crediting goes through the run's :class:`~simulator.executor.Executor`, the same contract
@@ -31,10 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from allocators.slot_plans import Charge, JobState, JobsView, SlotPolicy
-from simulator.buddy import RankSetCache, place
+from allocators.slot_plans import Charge, JobState, JobsView, NodePlan, SlotPolicy
+from simulator.buddy import RankSetCache, place, place_in_vcs
 from simulator.coadaptive import CoAdaptiveJobs
 from simulator.engine.clock import SimulationError
+from simulator.engine.node_plans import changed_jobs, check_vc_counts, checked_node_plan, empty_plan
 from simulator.executor import Executor, FailedLeases, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
 from simulator.outcomes import Allocations, Timeline
@@ -92,6 +97,14 @@ class Slots:
         self.nodes = np.zeros((len(w), w.cluster.num_nodes), dtype=np.int64)
         rates = w.duration_rates() if policy.duration_based else w.rates
         cap = w.caps(policy.caps) if policy.elastic else w.requested
+        vc_bounds = None if w.vcs is None else w.vcs.bounds
+        if vc_bounds is not None:
+            cap = np.minimum(cap, (np.diff(vc_bounds) * w.gpus_per_node)[w.job_vc])
+        #: VC names for errors and each node's VC (None: no VCs)
+        self.vc_names = None if w.vcs is None else w.vcs.names
+        self.node_vc = np.zeros(w.cluster.num_nodes, dtype=np.int64)
+        if vc_bounds is not None:
+            self.node_vc = np.repeat(np.arange(len(vc_bounds) - 1), np.diff(vc_bounds))
         J = len(w)
         self.arrivals = w.submit
         self.view = JobsView(
@@ -101,8 +114,11 @@ class Slots:
             requested=w.requested, duration=w.duration, cap=cap, rates=rates, gpus=np.zeros(J, dtype=np.int64),
             executed=np.zeros(J), attained=np.zeros(J), release=np.full(J, np.nan),
             overhead_floor=self.overhead.base if policy.charge is Charge.EVERY_DECISION else 0.0,
-            batch_size=w.trace.batch_size, nodes=self.nodes, coadaptive=self.coadaptive,
+            batch_size=w.trace.batch_size, nodes=self.nodes, coadaptive=self.coadaptive, vc=w.job_vc,
+            vc_bounds=vc_bounds,
         )
+        #: the entries of the last node plan (``self.nodes`` is nonzero there only)
+        self._entries = empty_plan()
         self.finish = np.full(J, np.nan)
         self.first_start = np.full(J, np.nan)
         self.overhead_due = np.zeros(J)
@@ -351,47 +367,44 @@ class Slots:
                                       f"not an allowed count (cap {int(v.cap[j])})")
         if gpus.sum() > v.total_gpus:
             raise SimulationError(f"{self.policy.name} allocated {int(gpus.sum())} GPUs of {v.total_gpus}")
+        check_vc_counts(gpus, v, self.policy.name, self.vc_names)
         return gpus
 
     def _node_plan(self) -> np.ndarray:
-        """The policy's GPUs per job per node, checked: active jobs only, no node over its GPUs."""
-        v, name = self.view, self.policy.name
-        plan = np.asarray(self.policy.allocate(v), dtype=np.int64)
-        if plan.shape != self.nodes.shape or (plan < 0).any():
-            raise SimulationError(f"{name} returned a plan of shape {plan.shape}; expected {self.nodes.shape} "
-                                  f"GPU counts >= 0 (jobs x nodes)")
-        active = np.zeros(len(plan), dtype=bool)
-        active[v.active()] = True
-        bad = np.flatnonzero(plan.any(axis=1) & ~active)
-        if bad.size:
-            raise SimulationError(f"{name} gave GPUs to job {self.workload.job_ids[bad[0]]}, "
-                                  f"which is not active ({JobState(v.state[bad[0]]).name})")
-        over = np.flatnonzero(plan.sum(axis=0) > v.gpus_per_node)
-        if over.size:
-            raise SimulationError(f"{name} put {int(plan[:, over[0]].sum())} GPUs on node {int(over[0])} of "
-                                  f"{v.gpus_per_node}")
-        self._plan = plan
-        return plan.sum(axis=1)
+        """The policy's GPUs per job per node, checked (:func:`checked_node_plan`)."""
+        v = self.view
+        self._plan = checked_node_plan(self.policy.allocate(v), v, self.node_vc, self.policy.name,
+                                       self.workload.job_ids, self.vc_names)
+        return self._plan.per_job(len(v.state))
 
     def _start(self, gpus: np.ndarray, cache: RankSetCache, shift: int, arriving: bool) -> None:
         """Place the new allocation, charge overheads, update states."""
         v = self.view
         order = v.active()
-        plan = self._plan if self.policy.places else None
+        plan: NodePlan | None = self._plan if self.policy.places else None
         if plan is None:
-            first, placed = place(gpus, self.policy.placement_order(v, gpus), v.gpus_per_node, v.total_gpus)
+            ranked = self.policy.placement_order(v, gpus)
+            if v.vc is None:
+                first, placed = place(gpus, ranked, v.gpus_per_node, v.total_gpus)
+            else:
+                first, placed = place_in_vcs(gpus, ranked, v.gpus_per_node, v.vc, v.vc_bounds)
             gpus = np.where(placed, gpus, 0)
             if self.coadaptive is not None or self.policy.charge is Charge.ON_PLACEMENT:
-                plan = _node_rows(first, gpus, v.gpus_per_node, self.nodes.shape[1])
+                plan = _node_entries(first, gpus, v.gpus_per_node)
         else:
             first = np.full(len(gpus), -1)
-        moved = order[(plan[order] != self.nodes[order]).any(axis=1)] if plan is not None else order[:0]
+        charge = self.policy.charge
+        moved = order[:0]  # read by co-adaptive jobs and the on-placement charge only
+        if plan is not None and (self.coadaptive is not None or charge is Charge.ON_PLACEMENT):
+            moved = np.intersect1d(changed_jobs(self._entries, plan, self.nodes.shape[1], v.gpus_per_node), order)
         restart = self.overhead.is_restart(v.decisions)
         on = np.flatnonzero(gpus > 0)
-        cached = cache.lookup_and_add(first[on], gpus[on], shift)
+        if charge is Charge.EVERY_DECISION or charge is Charge.ON_CHANGE:  # the charges that read the cache
+            cached = cache.lookup_and_add(first[on], gpus[on], shift)
+        else:
+            cached = np.zeros(on.size, dtype=bool)
         if restart:
             cache.clear()
-        charge = self.policy.charge
         if charge is Charge.EVERY_DECISION:
             due = on
         elif charge is Charge.ON_START:
@@ -417,17 +430,20 @@ class Slots:
         v.state[order] = np.where(gpus[order] > 0, JobState.RUNNING, JobState.PENDING)
         v.gpus[:] = gpus
         if plan is not None:
-            self.nodes[:] = plan
+            old = self._entries
+            self.nodes[old.jobs, old.nodes] = 0
+            self.nodes[plan.jobs, plan.nodes] = plan.gpus
+            self._entries = plan
         if self.coadaptive is not None:
             for j in moved.tolist():
-                self.coadaptive.reallocate(j, plan[j])
-        self._log_allocations(placed_on_nodes=plan is not None)
+                self.coadaptive.reallocate(j, self.nodes[j].copy())
+        self._log_allocations(plan)
 
-    def _log_allocations(self, placed_on_nodes: bool) -> None:
+    def _log_allocations(self, plan: NodePlan | None) -> None:
         """Record this decision's allocation (nodes spanned only where it was placed on nodes)."""
         v, ca = self.view, self.coadaptive
         on = np.flatnonzero(v.gpus > 0)
-        nodes = (self.nodes[on] > 0).sum(axis=1) if placed_on_nodes else np.full(on.size, -1)
+        nodes = np.full(on.size, -1) if plan is None else np.bincount(plan.jobs, minlength=len(v.gpus))[on]
         batch = v.batch_size[on] if ca is None else np.array([ca.batch(j) for j in on.tolist()], dtype=np.int64)
         self.allocations.log(v.decisions, on, v.gpus[on], nodes, batch)
 
@@ -441,11 +457,13 @@ class Slots:
                 int(np.count_nonzero(v.state == JobState.PENDING)))
 
 
-def _node_rows(first: np.ndarray, gpus: np.ndarray, per_node: int, nodes: int) -> np.ndarray:
-    """(J, nodes) GPUs per node of jobs placed on consecutive ranks from ``first`` (-1: none)."""
-    rows = np.zeros((len(gpus), nodes), dtype=np.int64)
-    for j in np.flatnonzero(gpus > 0).tolist():
-        ranks = np.arange(first[j], first[j] + gpus[j])
-        np.add.at(rows[j], ranks // per_node, 1)
-    return rows
+def _node_entries(first: np.ndarray, gpus: np.ndarray, per_node: int) -> NodePlan:
+    """The node plan of jobs placed on consecutive ranks from ``first`` (-1: none)."""
+    on = np.flatnonzero(gpus > 0)
+    n = gpus[on]
+    local = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    node = (np.repeat(first[on], n) + local) // per_node
+    width = int(node.max(initial=0)) + 1
+    keys, count = np.unique(np.repeat(on, n) * width + node, return_counts=True)
+    return NodePlan(keys // width, keys % width, count)
 
