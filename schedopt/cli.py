@@ -353,9 +353,10 @@ def simulate_command(
     slot: float | None = typer.Option(None, help=(
         "Slot policies (elasticflow, edf, ...): scheduling slot in seconds \\[default: the preset's; 60]")),
     preset: str | None = typer.Option(None, help=(
-        "gavel | shockwave | elasticflow: that system's published settings for rounds (length, reset interval, "
-        "checkpoint overhead, runtime cap) and slots (length); explicit options override it \\[default: "
-        "shockwave for --policy shockwave and adaptive traces, else gavel; slots: elasticflow]")),
+        "gavel | shockwave | elasticflow | pollux | helios: that system's published settings for rounds "
+        "(length, reset interval, checkpoint overhead, runtime cap) and slots (length); explicit options "
+        "override it \\[default: shockwave for --policy shockwave and adaptive traces, else gavel; slots: "
+        "the policy's system's]")),
     deadlines: str | None = typer.Option(None, help=(
         "Draw deadlines for a trace without them: arrival + uniform:LO:HI x the isolated duration "
         "(ElasticFlow's rule: uniform:0.5:1.5; seeded by --seed); every policy is judged by them.")),
@@ -364,6 +365,12 @@ def simulate_command(
     applications: Path | None = typer.Option(None, help=(
         "Pollux workloads: the applications' measurements (<app>/placements.csv, validation-*.csv) "
         "\\[default: traces/ beside the workload's folder].")),
+    vc_config: Path | None = typer.Option(None, help=(
+        "Job logs (Helios' or the Philly CSV as --trace): the VC config (vc,node num; 8 GPUs a node); each "
+        "job runs on its VC's nodes only \\[policy default: fifo-helios].")),
+    submitted: str | None = typer.Option(None, help=(
+        "Job logs: keep the jobs submitted in FIRST,LAST (date-times, e.g. '2017-10-01 00:00:00,2017-10-07 "
+        "23:59:00'); arrivals count from FIRST.")),
 ) -> None:
     """Replay a trace (Gavel, Shockwave, a Pollux workload, or with --cluster-spec and --throughput-dir an
     ElasticFlow / ITP deadline trace), or a generated workload, under any policy (see `schedopt policies`)

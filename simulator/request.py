@@ -4,8 +4,9 @@ every cell of a sweep run.
 :class:`SimulateRequest` holds the options under their command-line names (``round_length`` is
 ``--round``, ``config_file`` ``--config``, ``write_trace_to`` ``--write-trace``);
 :func:`run_request` picks the clock and the readers from them (a deadline trace with
-``cluster_spec`` and ``throughput_dir``, a Pollux workload, or a Gavel / Shockwave trace or
-generated workload) and returns the run's :class:`~simulator.metrics.SimulationResult`.
+``cluster_spec`` and ``throughput_dir``, a Helios / Philly job log with ``vc_config``, a Pollux
+workload, or a Gavel / Shockwave trace or generated workload) and returns the run's
+:class:`~simulator.metrics.SimulationResult`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from simulator.engine import SimulationConfig
 from simulator.overheads import OverheadModel
 from simulator.readers.pollux_traces import is_pollux_workload
 from simulator.readers.traces import read_trace, write_trace
-from simulator.simulate import EXAMPLE, default_solver, simulate, simulate_deadlines, simulate_pollux
+from simulator.simulate import (
+    EXAMPLE,
+    default_solver,
+    simulate,
+    simulate_deadlines,
+    simulate_job_log,
+    simulate_pollux,
+)
 from simulator.throughputs import find_gavel_table
 
 
@@ -61,6 +69,8 @@ class SimulateRequest:
     deadlines: str | None = None
     gpu_type: str | None = None
     applications: str | None = None
+    vc_config: str | None = None
+    submitted: str | None = None
 
     @classmethod
     def options(cls) -> tuple[str, ...]:
@@ -76,7 +86,7 @@ class SimulateRequest:
 
     def progress_unit(self) -> str:
         """What the run's progress counts: decisions (slot clock), re-plans or solves."""
-        policy = self.policy or "max_min_fairness_perf"
+        policy = self.policy or ("fifo-helios" if self.vc_config else "max_min_fairness_perf")
         if self.deadline_trace or self.pollux or is_slot_policy(policy):
             return "decisions"
         return "re-plans" if issubclass(load(policy), RoundPlanner) else "solves"
@@ -103,6 +113,8 @@ def run_request(req: SimulateRequest, progress=None, say: Callable[[str], None] 
         fields["max_runtime_factor"] = req.max_runtime_factor or None
     if req.deadline_trace:
         return _deadline_run(req, fields, progress)
+    if req.vc_config is not None or req.submitted is not None:
+        return _job_log_run(req, progress)
     if req.pollux:
         return simulate_pollux(req.trace, req.applications, policy=req.policy or "tiresias",
                                solver="highs" if req.solver == "auto" else req.solver, slot=req.slot,
@@ -145,6 +157,33 @@ def run_request(req: SimulateRequest, progress=None, say: Callable[[str], None] 
     return simulate(workload, policy=policy, solver=solver, cluster=spec, throughputs=table, config=config,
                     prices=req.prices, progress=progress, policy_params=params, deadlines=req.deadlines,
                     slot=req.slot, preset=req.preset)
+
+
+def parse_submitted(text: str | None) -> tuple[str | float, str | float] | None:
+    """``FIRST,LAST`` submission instants (``--submitted``): date-times, or seconds for logs timed so."""
+    if text is None:
+        return None
+    first, sep, last = text.partition(",")
+    if not sep or not first.strip() or not last.strip():
+        raise ValueError(f"--submitted {text!r}: expected FIRST,LAST, e.g. '2017-10-01 00:00:00,2017-10-07 23:59:00'")
+
+    def instant(bound: str) -> str | float:
+        try:
+            return float(bound)
+        except ValueError:
+            return bound.strip()
+
+    return instant(first), instant(last)
+
+
+def _job_log_run(req: SimulateRequest, progress):
+    """A slot policy on a Helios / Philly job log's virtual clusters (default ``fifo-helios``)."""
+    if req.trace is None or req.vc_config is None:
+        raise ValueError("a job log run needs --trace (a Helios / Philly job log) and --vc-config")
+    solver = "highs" if req.solver == "auto" else req.solver
+    return simulate_job_log(req.trace, req.vc_config, policy=req.policy or "fifo-helios",
+                            window=parse_submitted(req.submitted), solver=solver, slot=req.slot, preset=req.preset,
+                            progress=progress)
 
 
 def _deadline_run(req: SimulateRequest, fields: dict, progress):

@@ -20,6 +20,7 @@ from simulator.cluster import ClusterSpecError
 from simulator.engine import Engine, SlotConfig
 from simulator.engine.clock import SimulationError
 from simulator.readers.helios_logs import read_job_log
+from simulator.request import SimulateRequest, run_request
 from simulator.simulate import job_log_workload, simulate_job_log
 from simulator.views import slot_view
 from simulator.workload import Jobs
@@ -237,6 +238,14 @@ def test_run_time_jobs_are_gang_scheduled(tmp_path):
     view = slot_view(job_log_workload(log, config), None, "fifo-helios")
     assert view.gpu_counts.tolist() == [4] and view.rates.tolist() == [[1.0]]
     assert view.caps("table").tolist() == [4]
+
+
+def test_cli_request_runs_a_job_log(tmp_path):
+    log, config = write_log(tmp_path, HAND_JOBS, HAND_LAYOUT)
+    result = run_request(SimulateRequest(trace=str(log), vc_config=str(config), submitted="0,41"))
+    assert result.summary["policy"] == "fifo-helios" and result.summary["jobs"] == 10
+    with pytest.raises(ValueError, match="--vc-config"):
+        run_request(SimulateRequest(trace=str(log), submitted="0,41"))
 
 
 def test_philly_week(shared_data):
