@@ -242,7 +242,7 @@ def summarize(workload: RoundView, policy, config, rec: RunRecord, now: float) -
         isolated_runtime=rec.isolated_runtime, rho=rho, gpus=gpus,
         makespan=makespan, busy_gpu_seconds=float(rec.busy_gpu_seconds.sum()),
         efficiency_seconds=_efficiency_seconds(workload, rec.gpu_seconds), preemptions=rec.preemptions,
-        solve_seconds=solves["seconds"], counted=in_window)
+        solve_seconds=solves["seconds"], requested=tr.scale_factors, counted=in_window)
     jobs.update(common_jobs, requested_gpus=tr.scale_factors, state=job_states(done, np.zeros_like(done), rec.failed),
                 best_effort=~np.isfinite(deadline))
     summary = {
@@ -337,7 +337,8 @@ def slot_result(*, workload, policy: SlotPolicy, slot: float, preset: str, overh
         failed=failed, failed_leases=failures.count, isolated_runtime=isolated, rho=rho, gpus=G, makespan=makespan,
         busy_gpu_seconds=float((tl["busy_gpus"] * spans).sum()),
         efficiency_seconds=float((tl["cluster_efficiency"] * spans).sum() * G),
-        preemptions=preemptions, solve_seconds=decision_seconds)
+        preemptions=preemptions, solve_seconds=decision_seconds, requested=w.requested, vc=w.job_vc,
+        vc_names=() if w.vcs is None else w.vcs.names)
     summary = {
         "policy": policy.name,
         "solver": getattr(policy, "solver", None),

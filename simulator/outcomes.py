@@ -21,7 +21,13 @@ Per run (``SUMMARY_KEYS``):
 - ``cluster_efficiency_mean`` = time average of Σ_running rate(n) / rate(1) over the GPUs
   (ElasticFlow's CE; 1 = every GPU as useful as a job's first);
 - ``jobs_failed`` (their leases failed too often on a real executor) and ``failed_leases``;
-- ``preemptions``; ``solver_seconds_p50`` / ``_p99`` / ``_total`` of the policy's decisions.
+- ``preemptions``; ``solver_seconds_p50`` / ``_p99`` / ``_total`` of the policy's decisions;
+- Lucid's Table 5 split (:data:`LARGE_JOB_GPUS`): ``large_jobs`` / ``small_jobs`` (jobs requesting
+  more than 8 GPUs / at most 8), ``average_jct_large`` / ``_small`` over finished jobs and
+  ``queueing_delay_mean_large`` / ``_small`` over started ones;
+- ``per_vc``, only on a cluster split into virtual clusters: VC name (in the cluster's VC order) →
+  ``jobs``, ``jobs_completed``, ``average_jct``, ``queueing_delay_mean``, ``queueing_delay_p999``
+  (:data:`PER_VC_KEYS`, defined as the run-wide ones over the VC's jobs).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import math
 
 import numpy as np
 
-from simulator.quantiles import median, percentile
+from simulator.quantiles import grouped_percentile, median, percentile
 
 UNFAIR = 1.05
 
@@ -43,7 +49,16 @@ SUMMARY_KEYS = ("jobs", "jobs_completed", "average_jct", "median_jct", "p99_jct"
                 "accepted", "declined", "finished_on_time", "finished_late", "unfinished",
                 "best_effort_average_jct", "cluster_efficiency_mean", "jobs_failed", "failed_leases", "preemptions",
                 "solver_seconds_p50",
-                "solver_seconds_p99", "solver_seconds_total")
+                "solver_seconds_p99", "solver_seconds_total", "large_jobs", "small_jobs", "average_jct_large",
+                "average_jct_small", "queueing_delay_mean_large", "queueing_delay_mean_small")
+#: a large job requests more GPUs than this: the split of Lucid's Table 5 ("Result Summary of Different
+#: Scales of Workloads": ``gpu_num > 8`` vs ``<= 8`` in S-Lab-System-Group/Lucid,
+#: simulation/plot/result_plot.ipynb)
+LARGE_JOB_GPUS = 8
+#: each VC's entry in summary.json's ``per_vc`` (runs on clusters split into VCs only)
+PER_VC_KEYS = ("jobs", "jobs_completed", "average_jct", "queueing_delay_mean", "queueing_delay_p999")
+#: summary keys only some runs have, after SUMMARY_KEYS
+OPTIONAL_KEYS = ("per_vc",)
 
 
 def _stat(values: np.ndarray, fn) -> float:
@@ -54,12 +69,14 @@ def outcome_metrics(*, arrival: np.ndarray, deadline: np.ndarray, start: np.ndar
                     done: np.ndarray, declined: np.ndarray, failed: np.ndarray, failed_leases: np.ndarray,
                     isolated_runtime: np.ndarray, rho: np.ndarray,
                     gpus: float, makespan: float, busy_gpu_seconds: float, efficiency_seconds: float,
-                    preemptions: np.ndarray, solve_seconds: np.ndarray, counted: np.ndarray | None = None,
-                    on_time: np.ndarray | None = None) -> tuple[dict, dict]:
+                    preemptions: np.ndarray, solve_seconds: np.ndarray, requested: np.ndarray,
+                    counted: np.ndarray | None = None, on_time: np.ndarray | None = None,
+                    vc: np.ndarray | None = None, vc_names: tuple[str, ...] = ()) -> tuple[dict, dict]:
     """(per-job columns without job_id / requested GPUs / state, summary) of one run.
-    ``counted``: the jobs the fairness figures cover (default: all; Gavel's measurement window);
-    ``efficiency_seconds``: ∫ Σ_running rate(n) / rate(1) dt; ``on_time``: a deadline test other
-    than finish <= deadline (the published rules' own)."""
+    ``requested``: GPUs per job; ``counted``: the jobs the fairness figures cover (default: all;
+    Gavel's measurement window); ``efficiency_seconds``: ∫ Σ_running rate(n) / rate(1) dt;
+    ``on_time``: a deadline test other than finish <= deadline (the published rules' own); ``vc``:
+    each job's index into ``vc_names`` (None: no VCs, no ``per_vc``)."""
     counted = np.ones(arrival.shape, dtype=bool) if counted is None else counted
     jct = np.where(done, finish - arrival, np.nan)
     queued = start - arrival
@@ -94,12 +111,44 @@ def outcome_metrics(*, arrival: np.ndarray, deadline: np.ndarray, start: np.ndar
         "solver_seconds_p50": _stat(solve_seconds, median) if solve_seconds.size else 0.0,
         "solver_seconds_p99": percentile(solve_seconds, 99) if solve_seconds.size else 0.0,
         "solver_seconds_total": float(solve_seconds.sum()),
+        **size_split(requested, jct, queued, done),
     }
+    if vc is not None:
+        summary["per_vc"] = per_vc(vc, vc_names, jct, queued, done)
     columns = {"arrival": arrival, "deadline": deadline, "start": start, "finish": finish, "jct": jct,
                "queueing_delay": queued, "isolated_runtime": isolated_runtime, "rho": rho, "ftf": ftf,
                "met_deadline": np.where(has_deadline, met.astype(int), -1), "preemptions": preemptions,
                "failed_leases": failed_leases}
     return columns, summary
+
+
+def size_split(requested: np.ndarray, jct: np.ndarray, queued: np.ndarray, done: np.ndarray) -> dict:
+    """Lucid's large / small jobs (:data:`LARGE_JOB_GPUS`): counts, average JCT of the finished ones
+    and average queueing delay of the started ones."""
+    large = requested > LARGE_JOB_GPUS
+    started = np.isfinite(queued)
+    out = {"large_jobs": int(large.sum()), "small_jobs": int((~large).sum())}
+    for name, members in (("large", large), ("small", ~large)):
+        out[f"average_jct_{name}"] = _stat(jct[done & members], np.mean)
+        out[f"queueing_delay_mean_{name}"] = _stat(queued[started & members], np.mean)
+    return out
+
+
+def per_vc(vc: np.ndarray, names: tuple[str, ...], jct: np.ndarray, queued: np.ndarray,
+           done: np.ndarray) -> dict[str, dict]:
+    """VC name → :data:`PER_VC_KEYS`: jobs, finished jobs, their average JCT, and the average and
+    99.9th percentile queueing delay of the VC's started jobs (NaN where none)."""
+    k = len(names)
+    started = np.isfinite(queued)
+    finished = np.bincount(vc[done], minlength=k)
+    began = np.bincount(vc[started], minlength=k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        columns = (np.bincount(vc, minlength=k), finished,
+                   np.bincount(vc[done], weights=jct[done], minlength=k) / finished,
+                   np.bincount(vc[started], weights=queued[started], minlength=k) / began,
+                   grouped_percentile(queued[started], vc[started], k, 99.9))
+    return {name: {key: (int(col[i]) if col.dtype.kind == "i" else float(col[i]))
+                   for key, col in zip(PER_VC_KEYS, columns, strict=True)} for i, name in enumerate(names)}
 
 
 #: jobs.csv after JOB_COLUMNS, for every run (empty where a clock has no such figure), then
@@ -180,7 +229,8 @@ def conform(jobs: dict, timeline: dict, summary: dict, worker_types) -> tuple[di
     n = len(jobs["job_id"])
     per_job = (*JOB_COLUMNS, *JOB_EXTRAS, *(f"gpu_seconds_{t}" for t in worker_types))
     per_interval = (*TIMELINE_COLUMNS, *(f"busy_{t}" for t in worker_types))
-    keys = (*RUN_KEYS, *SUMMARY_KEYS, *SETTING_KEYS, "notes")
+    optional = tuple(k for k in OPTIONAL_KEYS if k in summary)
+    keys = (*RUN_KEYS, *SUMMARY_KEYS, *optional, *SETTING_KEYS, "notes")
     for given, known, what in ((jobs, per_job, "job column"), (timeline, per_interval, "timeline column"),
                                (summary, keys, "summary key")):
         extra = set(given) - set(known)

@@ -35,3 +35,21 @@ def percentile(values: np.ndarray, q: float) -> float:
     a, b = ordered[below], ordered[below + 1]
     gamma = virtual - below
     return float(b - (b - a) * (1 - gamma)) if gamma >= 0.5 else float(a + (b - a) * gamma)
+
+
+def grouped_percentile(values: np.ndarray, groups: np.ndarray, count: int, q: float) -> np.ndarray:
+    """``percentile(values[groups == k], q)`` for each k < ``count`` (NaN for an empty group), in one
+    sort: values ordered within their group, then read at each group's virtual index."""
+    sizes = np.bincount(groups, minlength=count)
+    if values.size == 0:
+        return np.full(count, np.nan)
+    ordered = values[np.lexsort((values, groups))]
+    first = np.cumsum(sizes) - sizes
+    last = np.minimum(first + np.maximum(sizes - 1, 0), values.size - 1)
+    virtual = np.maximum(sizes - 1, 0) * (q / 100)
+    below = np.floor(virtual).astype(np.int64)
+    a = ordered[np.minimum(first + below, last)]
+    b = ordered[np.minimum(first + below + 1, last)]
+    gamma = virtual - below
+    out = np.where(gamma >= 0.5, b - (b - a) * (1 - gamma), a + (b - a) * gamma)
+    return np.where(sizes > 0, out, np.nan)
