@@ -70,8 +70,8 @@ def report(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a report already in --out."),
 ) -> None:
     """Figures (PNG) and one self-contained HTML page of runs or sweeps: summary table, JCT and
-    queueing-delay CDFs, utilization and running jobs over time, fairness, deadlines, solver time, and
-    for a sweep each metric against its swept parameter."""
+    queueing-delay CDFs, queueing delay per virtual cluster (runs on VCs), utilization and running jobs
+    over time, fairness, deadlines, solver time, and for a sweep each metric against its swept parameter."""
     from schedopt.experiments.page import write_report
 
     for path in write_report(runs, out, overwrite):

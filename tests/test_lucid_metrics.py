@@ -1,6 +1,7 @@
 """Lucid's metrics in every run's summary (issue 48 item 5): per-VC queueing delay on clusters split
 into VCs, large vs small jobs (Table 5's ``gpu_num > 8`` split), equal to hand-computed values on a
-hand-sized job log; runs without VCs have no ``per_vc`` and keep every earlier key."""
+hand-sized job log; runs without VCs have no ``per_vc`` and keep every earlier key; ``schedopt
+report`` draws a JCT CDF and queueing delay per VC from job-log runs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import math
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from schedopt.cli import app
+from schedopt.experiments.page import write_report
 from simulator.example_table import example_table
 from simulator.generator import generate_trace
 from simulator.outcomes import OPTIONAL_KEYS, PER_VC_KEYS, RUN_KEYS, SETTING_KEYS, SUMMARY_KEYS
@@ -79,3 +83,25 @@ def test_runs_without_vcs_keep_every_earlier_key_and_have_no_per_vc(policy):
     assert s["average_jct_small"] == pytest.approx(jobs["jct"][done & ~large].mean())
     assert s["queueing_delay_mean_small"] == pytest.approx(jobs["queueing_delay"][started & ~large].mean())
     assert math.isnan(s["average_jct_large"]) == (not (done & large).any())
+
+
+def test_report_draws_the_jct_cdf_and_queueing_delay_per_vc_of_job_log_runs(tmp_path):
+    log, config = helios_log(tmp_path)
+    wide = tmp_path / "wide.csv"
+    wide.write_text("vc,node num\na,2\nb,2\nc,1\nd,3\n")
+    for name, vcs in (("narrow", config), ("wide", wide)):
+        res = CliRunner().invoke(app, ["simulate", "--trace", str(log), "--vc-config", str(vcs), "--out",
+                                       str(tmp_path / name), "--no-progress"])
+        assert res.exit_code == 0, res.output
+    summaries = [json.loads((tmp_path / n / "summary.json").read_text()) for n in ("narrow", "wide")]
+    assert summaries[0]["per_vc"]["a"]["queueing_delay_mean"] == 82.0
+    assert summaries[1]["per_vc"]["a"]["queueing_delay_mean"] < 82.0  # two nodes in a: less waiting
+    names = {p.name for p in write_report([tmp_path / "narrow", tmp_path / "wide"], tmp_path / "report")}
+    assert {"jct_cdf.png", "queueing_per_vc.png", "report.html"} <= names
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert 'id="queueing_per_vc"' in page and "fifo-helios / highs (narrow)" in page
+    plain = CliRunner().invoke(app, ["simulate", "--generate", "8", "--cluster", "v100=4,p100=4,k80=4", "--policy",
+                                     "fifo", "--out", str(tmp_path / "plain"), "--no-progress"])
+    assert plain.exit_code == 0, plain.output
+    names = {p.name for p in write_report([tmp_path / "plain"], tmp_path / "plain_report")}
+    assert "jct_cdf.png" in names and "queueing_per_vc.png" not in names

@@ -2,9 +2,11 @@
 and marker per label (policy), axes in hours or seconds as labelled.
 
 Per label: CDFs of JCT, queueing delay and finish-time fairness (the jobs of all its runs; for a
-sweep, its cells at the swept parameter's largest value), utilization and running jobs over time
-(its first run), deadline ratio bars (where jobs have deadlines), the solver's seconds per decision;
-for a sweep, each metric against the swept parameter, the mean over seeds with their min–max.
+sweep, its cells at the swept parameter's largest value), the average and 99.9th percentile
+queueing delay per virtual cluster (runs on VCs: their summaries' ``per_vc``), utilization and
+running jobs over time (its first run), deadline ratio bars (where jobs have deadlines), the
+solver's seconds per decision; for a sweep, each metric against the swept parameter, the mean over
+seeds with their min–max.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ def figures(col: Collection) -> list[Figure]:
         if any(v.size for v in data.values()):
             out.append(_cdf(plt, name, f"{title}: CDF per policy", f"Jobs finished{where}.", data, xlabel, styles,
                             log, fair_line=column == "ftf"))
+    per_vc = _per_vc_frame(shown)
+    if not per_vc.empty:
+        out.append(_vc_bars(plt, per_vc, styles, where))
     over_time = {label: runs[0] for label, runs in shown.items()}
     timelines = {label: (run, run.frame("timeline")) for label, run in over_time.items()}
     if any(not t.empty for _, t in timelines.values()):
@@ -190,6 +195,35 @@ def _binned(t: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
     cumulative = np.concatenate([[0.0], np.cumsum(value * (end - start))])
     area = np.interp(edges, np.concatenate([[start[0]], end]), cumulative)
     return (edges[:-1] + edges[1:]) / 2 / 3600, np.diff(area) / np.diff(edges)
+
+
+def _per_vc_frame(shown: dict[str, list[Run]]) -> pd.DataFrame:
+    """Per label and VC (first-seen order), the mean over its runs of the VC's average and 99.9th
+    percentile queueing delay; empty where no run is on VCs."""
+    rows = [(label, vc, float(m["queueing_delay_mean"]), float(m["queueing_delay_p999"]))
+            for label, runs in shown.items() for r in runs for vc, m in (r.summary.get("per_vc") or {}).items()]
+    frame = pd.DataFrame(rows, columns=["label", "vc", "mean", "p999"])
+    return frame.groupby(["label", "vc"], sort=False)[["mean", "p999"]].mean().reset_index()
+
+
+def _vc_bars(plt, frame: pd.DataFrame, styles, where: str) -> Figure:
+    labels, vcs = list(dict.fromkeys(frame["label"])), list(dict.fromkeys(frame["vc"]))
+    fig, axes = plt.subplots(2, 1, figsize=(SIZE[0], SIZE[1] * 1.5), sharex=True)
+    x, width = np.arange(len(vcs)), 0.8 / len(labels)
+    for i, label in enumerate(labels):
+        part = frame[frame["label"] == label].set_index("vc").reindex(vcs)
+        for ax, column in zip(axes, ("mean", "p999"), strict=True):
+            ax.bar(x + (i - (len(labels) - 1) / 2) * width, part[column].to_numpy() / 3600, width,
+                   color=styles[label]["color"], label=label)
+    axes[0].set_ylabel("avg queueing delay (h)")
+    axes[1].set_ylabel("p99.9 queueing delay (h)")
+    axes[1].set_xticks(x, vcs, rotation=45 if len(vcs) > 4 else 0, ha="right" if len(vcs) > 4 else "center")
+    axes[1].set_xlabel("virtual cluster")
+    for ax in axes:
+        ax.grid(alpha=0.3, axis="y")
+    _legend(fig, axes[0], "upper right")
+    return Figure("queueing_per_vc", "Queueing delay per virtual cluster",
+                  f"Jobs started in each VC{where}; bars: mean over each policy's runs.", _png(plt, fig))
 
 
 def _bars(plt, ratios: dict[str, np.ndarray], styles, where: str) -> Figure:
