@@ -100,8 +100,11 @@ def test_report_draws_the_jct_cdf_and_queueing_delay_per_vc_of_job_log_runs(tmp_
     assert {"jct_cdf.png", "queueing_per_vc.png", "report.html"} <= names
     page = (tmp_path / "report" / "report.html").read_text()
     assert 'id="queueing_per_vc"' in page and "fifo-helios / highs (narrow)" in page
+    assert "p99.9 queueing (h)" in page and "avg JCT &gt; 8 GPUs (h)" in page and "avg JCT ≤ 8 GPUs (h)" in page
     plain = CliRunner().invoke(app, ["simulate", "--generate", "8", "--cluster", "v100=4,p100=4,k80=4", "--policy",
                                      "fifo", "--out", str(tmp_path / "plain"), "--no-progress"])
     assert plain.exit_code == 0, plain.output
     names = {p.name for p in write_report([tmp_path / "plain"], tmp_path / "plain_report")}
     assert "jct_cdf.png" in names and "queueing_per_vc.png" not in names
+    page = (tmp_path / "plain_report" / "report.html").read_text()
+    assert "avg queueing (h)" in page and "8 GPUs" not in page  # no large job: no split columns

@@ -18,7 +18,12 @@ from .figures import PARAMETERS, Figure, figures
 
 #: summary columns of the page's table: (metric, heading, scale, format)
 COLUMNS = (("jobs_completed", "jobs done", 1, "{:,.0f}"), ("average_jct", "avg JCT (h)", 1 / 3600, "{:,.2f}"),
-           ("p99_jct", "p99 JCT (h)", 1 / 3600, "{:,.2f}"), ("makespan", "makespan (h)", 1 / 3600, "{:,.1f}"),
+           ("p99_jct", "p99 JCT (h)", 1 / 3600, "{:,.2f}"),
+           ("queueing_delay_mean", "avg queueing (h)", 1 / 3600, "{:,.2f}"),
+           ("queueing_delay_p999", "p99.9 queueing (h)", 1 / 3600, "{:,.2f}"),
+           ("average_jct_large", "avg JCT > 8 GPUs (h)", 1 / 3600, "{:,.2f}"),
+           ("average_jct_small", "avg JCT ≤ 8 GPUs (h)", 1 / 3600, "{:,.2f}"),
+           ("makespan", "makespan (h)", 1 / 3600, "{:,.1f}"),
            ("utilization", "utilization", 100, "{:.1f} %"), ("ftf_mean", "mean FTF ρ", 1, "{:.3f}"),
            ("ftf_worst", "worst FTF ρ", 1, "{:.3f}"),
            ("deadline_satisfactory_ratio", "deadline ratio", 100, "{:.1f} %"),
@@ -50,6 +55,8 @@ def summary_table(col: Collection) -> pd.DataFrame:
     metrics = [m for m, *_ in COLUMNS if m in frame and pd.to_numeric(frame[m], errors="coerce").notna().any()]
     if "deadline_satisfactory_ratio" in metrics and not (frame.get("deadline_jobs", 0) > 0).any():
         metrics.remove("deadline_satisfactory_ratio")
+    if not (frame.get("large_jobs", 0) > 0).any():  # Lucid's split, where some job is large
+        metrics = [m for m in metrics if m not in ("average_jct_large", "average_jct_small")]
     grouped = frame.assign(runs=1).groupby(keys, sort=False, dropna=False)
     table = grouped[metrics].agg(lambda s: pd.to_numeric(s, errors="coerce").mean())
     table.insert(0, "runs", grouped["runs"].sum())
