@@ -121,6 +121,7 @@ SLOT_POLICIES: LazyClasses[SlotPolicy] = LazyClasses({
     "pollux-ga": "allocators.pollux.pollux_ga:PolluxGA",
     "fifo-helios": "allocators.helios.fifo:HeliosFifo",
     "sjf": "allocators.helios.sjf:HeliosSjf",
+    "qssf": "allocators.helios.qssf:HeliosQssf",
 })
 
 

@@ -9,8 +9,11 @@ import time
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_helios_fifo import PER_NODE, check_inside_vcs, reference_place, vc_workloads, write_log
 
+from allocators.helios.estimator import HistoryEstimator
+from allocators.helios.qssf import HeliosQssf
 from allocators.helios.sjf import HeliosSjf
 from simulator.engine import Engine, SlotConfig
 from simulator.simulate import job_log_workload, simulate_job_log
@@ -122,7 +125,7 @@ def philly_week(shared_data, policy):
     return result
 
 
-@pytest.mark.parametrize("policy", ["sjf"])
+@pytest.mark.parametrize("policy", ["sjf", "qssf"])
 def test_philly_week(shared_data, policy):
     philly_week(shared_data, policy)
 
@@ -132,3 +135,70 @@ def test_sjf_is_not_fifo_on_the_hand_trace(tmp_path):
     fifo = simulate_job_log(log, config, policy="fifo-helios")
     assert np.mean(fifo.jobs["finish"] - fifo.jobs["arrival"]) > np.mean([e - a for (_, e), (a, *_) in
                                                                           zip(SJF_SCHEDULE, SJF_JOBS)])
+
+
+def test_estimator_learns_history_only():
+    est = HistoryEstimator(groups=2, columns=2)
+    assert est.estimate(0.0, np.array([0]), np.array([1]), np.array([4])).tolist() == [4.0]  # no history: GPUs
+    with pytest.raises(ValueError, match="submitted at 50 s"):
+        est.learn(40.0, np.array([50.0]), np.array([40.0]), np.array([0]), np.array([0]), np.array([10.0]))
+    with pytest.raises(ValueError, match="ending at 60 s"):
+        est.learn(40.0, np.array([0.0]), np.array([60.0]), np.array([0]), np.array([0]), np.array([60.0]))
+    est.learn(40.0, np.array([0.0, 5.0, 7.0]), np.array([30.0, 40.0, 40.0]), np.array([0, 0, 1]),
+              np.array([0, 0, 1]), np.array([30.0, 10.0, 100.0]))
+    # same VC and GPUs: 20 s; same VC only: 20 s; another VC's own history: 100 s
+    got = est.estimate(41.0, np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([1, 2, 3]))
+    assert got.tolist() == [20.0, 40.0, 300.0]
+    with pytest.raises(ValueError, match="after learning the history"):
+        est.estimate(39.0, np.array([0]), np.array([0]), np.array([1]))
+
+
+#: in VC a (one node): job 0 ends at 20 and is the history of the later estimates; job 2 (21, alone
+#: in the queue) is estimated a second later from VC a's mean (20 s x 2 GPUs = 40), job 3 (1 GPU: 20)
+#: overtakes it; jobs 4 and 5 (8 GPUs, 160 each: VC a's 8-GPU mean 20 s) wait behind job 3's 1000 s,
+#: though job 4 runs 1 s (no oracle), and keep their arrival order on the tie
+QSSF_JOBS = [(0, 20, 8, "a"), (10, 60, 8, "a"), (21, 30, 2, "a"), (23, 1000, 1, "a"), (24, 1, 8, "a"),
+             (25, 5, 8, "a")]
+QSSF_SCHEDULE = [(0, 20), (20, 80), (80, 110), (80, 1080), (1080, 1081), (1081, 1086)]
+
+
+def test_qssf_hand_schedule(tmp_path):
+    log, config = write_log(tmp_path, QSSF_JOBS, {"a": 1})
+    view, policy, result = run_recorded(log, config, HeliosQssf)
+    assert schedule(result) == QSSF_SCHEDULE
+    assert policy.priority[1:] == [8.0, 40.0, 20.0, 160.0, 160.0]
+    check_inside_vcs(view, policy)
+    assert "learning each of the 6 jobs of the run as it ended" in result.summary["notes"][-1]
+
+
+class QssfRecording(HeliosQssf):
+    """qssf keeping each decision's plan and the priorities given so far."""
+
+    def __init__(self):
+        super().__init__()
+        self.plans, self.given = [], []
+
+    def allocate(self, view):
+        plan = super().allocate(view)
+        self.plans.append((view.now, plan))
+        self.given.append({j: self.priority[j] for j in np.flatnonzero(self.estimated).tolist()})
+        return plan
+
+
+@settings(max_examples=40, deadline=None)
+@given(vc_workloads(), st.floats(0.0, 1.0))
+def test_qssf_never_sees_the_future(tmp_path_factory, case, cut):
+    """Jobs submitted after T changed (durations x3 + 7): every decision up to T, its plan and every
+    priority given by then, is the same; and every plan keeps the VC rules."""
+    jobs, layout = case
+    T = int(cut * max(job[0] for job in jobs))
+    runs = []
+    for variant in (jobs, [(a, d * 3 + 7 if a > T else d, g, vc) for a, d, g, vc in jobs]):
+        log, config = write_log(tmp_path_factory.mktemp("vc"), variant, layout)
+        view = slot_view(job_log_workload(log, config), None, "qssf")
+        policy = QssfRecording()
+        Engine(view, policy, SlotConfig(slot=1.0, preset="helios")).run()
+        check_inside_vcs(view, policy)
+        runs.append([(t, plan.jobs.tolist(), plan.nodes.tolist(), plan.gpus.tolist(), given)
+                     for (t, plan), given in zip(policy.plans, policy.given, strict=True) if t <= T])
+    assert runs[0] == runs[1]
