@@ -1,7 +1,7 @@
 """Every policy name to its class, grouped by the system that published it. Names are the
 published artifacts' own (Gavel's, Shockwave's, ElasticFlow's), so users' scripts translate 1:1;
 where two systems use one name (Gandiva), the later one's carries a suffix (``gandiva-ef``; Helios'
-``fifo``, after Gavel's, is ``fifo-helios``).
+``fifo``, after Gavel's, is ``fifo-helios``; its ``tiresias``, after Pollux', ``tiresias-helios``).
 
 ``POLICIES``: the policies the round clock runs (time shares, or whole-round plans);
 ``SLOT_POLICIES``: the policies planning GPUs per slot; ``ALL_POLICIES`` both.
@@ -122,6 +122,7 @@ SLOT_POLICIES: LazyClasses[SlotPolicy] = LazyClasses({
     "fifo-helios": "allocators.helios.fifo:HeliosFifo",
     "sjf": "allocators.helios.sjf:HeliosSjf",
     "qssf": "allocators.helios.qssf:HeliosQssf",
+    "tiresias-helios": "allocators.helios.tiresias:HeliosTiresias",
 })
 
 

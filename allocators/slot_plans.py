@@ -57,6 +57,8 @@ class Charge(str, Enum):
     FULL_WHILE_ARRIVING = "full_while_arriving"
     #: a job whose GPUs change in any way (count or nodes, its first start included) pays (Pollux)
     ON_PLACEMENT = "on_placement"
+    #: a job restarted after a preemption pays (its first start is free; Helios' Tiresias)
+    ON_RESUME = "on_resume"
     NEVER = "never"
 
 
@@ -180,6 +182,8 @@ class SlotPolicy(SchedulingPolicy):
     #: seconds lost at each charged (re)start, as the policy's system published it (None: the
     #: published ElasticFlow overhead model)
     restart_seconds: float | None = None
+    #: (n, s): a job on more than n GPUs loses s seconds instead of ``restart_seconds``
+    restart_wide: tuple[int, float] | None = None
     #: co-adaptive jobs choose their batch size (Pollux) rather than keep the trace's
     adaptive_batch: bool = False
     #: reads the jobs' goodput models (:attr:`JobsView.coadaptive`): Pollux's measured applications

@@ -23,6 +23,8 @@ class OverheadModel:
     step: float = 2.0
     restart: float = 27.0
     restart_every: int = 0
+    #: (n, s): a job on more than n GPUs loses s seconds instead (Helios' Tiresias: 40 s, 60 s over 8)
+    wide: tuple[int, float] | None = None
 
     @classmethod
     def published(cls, total_gpus: int, slot: float) -> OverheadModel:
@@ -40,4 +42,7 @@ class OverheadModel:
         """Overhead of each job on ``gpus`` GPUs (0 GPUs: none)."""
         gpus = np.asarray(gpus, dtype=float)
         fresh = self.base + (self.restart if restart else 0.0) + self.step * (np.log2(np.maximum(gpus, 1)) + 1)
-        return np.where(gpus > 0, np.where(cached, self.base, fresh), 0.0)
+        seconds = np.where(cached, self.base, fresh)
+        if self.wide is not None:
+            seconds = np.where(gpus > self.wide[0], self.wide[1], seconds)
+        return np.where(gpus > 0, seconds, 0.0)

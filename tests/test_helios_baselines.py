@@ -15,6 +15,7 @@ from test_helios_fifo import PER_NODE, check_inside_vcs, reference_place, vc_wor
 from allocators.helios.estimator import HistoryEstimator
 from allocators.helios.qssf import HeliosQssf
 from allocators.helios.sjf import HeliosSjf
+from allocators.helios.tiresias import INTERVAL, HeliosTiresias
 from simulator.engine import Engine, SlotConfig
 from simulator.simulate import job_log_workload, simulate_job_log
 from simulator.views import slot_view
@@ -125,7 +126,7 @@ def philly_week(shared_data, policy):
     return result
 
 
-@pytest.mark.parametrize("policy", ["sjf", "qssf"])
+@pytest.mark.parametrize("policy", ["sjf", "qssf", "tiresias-helios"])
 def test_philly_week(shared_data, policy):
     philly_week(shared_data, policy)
 
@@ -202,3 +203,41 @@ def test_qssf_never_sees_the_future(tmp_path_factory, case, cut):
         runs.append([(t, plan.jobs.tolist(), plan.nodes.tolist(), plan.gpus.tolist(), given)
                      for (t, plan), given in zip(policy.plans, policy.given, strict=True) if t <= T])
     assert runs[0] == runs[1]
+
+
+#: (arrival, duration, GPUs, VC). In a, job 0 (8 GPUs) passes 18,000 GPU·s after 2,250 s and at the
+#: decision of 2,280 s job 4 (high queue) preempts it; job 0 resumes when job 4 ends (2,880, a
+#: decision time) and pays 40 s: 2,880 + 40 + 720 = 3,640. In b, job 1 (16 GPUs) is low from 1,140 s,
+#: preempted by job 2, resumes at the next decision after job 2 ends (1,260) and pays 60 s (over 8
+#: GPUs): 1,260 + 60 + 860 = 2,180. In c, job 3 arrives at 70 and starts at the next decision, 120.
+TIRESIAS_JOBS = [(0, 3000, 8, "a"), (0, 2000, 16, "b"), (30, 100, 8, "b"), (70, 10, 1, "c"), (100, 600, 4, "a")]
+TIRESIAS_LAYOUT = {"a": 1, "b": 2, "c": 1}
+TIRESIAS_SCHEDULE = [(0, 3640), (0, 2180), (1140, 1240), (120, 130), (2280, 2880)]
+
+
+def test_tiresias_hand_preemption(tmp_path):
+    log, config = write_log(tmp_path, TIRESIAS_JOBS, TIRESIAS_LAYOUT)
+    view, policy, result = run_recorded(log, config, HeliosTiresias)
+    assert schedule(result) == TIRESIAS_SCHEDULE
+    assert result.jobs["overhead_seconds"].tolist() == [40.0, 60.0, 0.0, 0.0, 0.0]
+    assert policy.preemptions == 2
+    check_inside_vcs(view, policy)
+    # jobs start (and resume) on the 60 s grid only
+    starts = [t for t, plan in policy.plans if t % INTERVAL]
+    assert starts and all(set(plan.jobs.tolist()) <= set(before.jobs.tolist())
+                          for (_, before), (t, plan) in zip(policy.plans, policy.plans[1:]) if t % INTERVAL)
+
+
+@settings(max_examples=40, deadline=None)
+@given(vc_workloads())
+def test_qssf_and_tiresias_inside_vcs(tmp_path_factory, case):
+    jobs, layout = case
+    log, config = write_log(tmp_path_factory.mktemp("vc"), jobs, layout)
+    fits = np.array([job[2] <= layout[job[3]] * PER_NODE for job in jobs])
+    for cls in (HeliosQssf, HeliosTiresias):
+        view, policy, result = run_recorded(log, config, cls)
+        check_inside_vcs(view, policy)
+        finished = result.jobs["state"] == "finished"
+        assert (finished == fits).all()
+        duration = np.array([job[1] for job in jobs], dtype=float)
+        assert (result.jobs["finish"][fits] >= result.jobs["arrival"][fits] + duration[fits] - 1e-9).all()

@@ -84,7 +84,7 @@ class Slots:
         w = workload
         self.overhead = self.config.overhead or (
             OverheadModel.published(w.total_gpus, self.config.slot) if policy.restart_seconds is None
-            else OverheadModel(base=policy.restart_seconds, step=0.0, restart=0.0))
+            else OverheadModel(base=policy.restart_seconds, step=0.0, restart=0.0, wide=policy.restart_wide))
         self.coadaptive = None
         if policy.needs_goodput and w.applications is None:
             raise ValueError(f"policy {policy.name!r} reads the jobs' goodput models, which only Pollux's measured "
@@ -418,6 +418,9 @@ class Slots:
             due, cached = on[changed], cached[changed]
         elif charge is Charge.ON_PLACEMENT:
             due = np.intersect1d(on, moved)
+            cached = np.zeros(due.size, dtype=bool)
+        elif charge is Charge.ON_RESUME:
+            due = on[(v.gpus[on] == 0) & ~np.isnan(self.first_start[on])]
             cached = np.zeros(due.size, dtype=bool)
         else:
             due = on[:0]
