@@ -149,7 +149,7 @@ def test_malformed_trace_files(tmp_path, text, fragment):
 def test_unreadable_trace(tmp_path):
     raises(read_deadline_trace, tmp_path / "absent.csv", ": cannot read")
     (tmp_path / "latin.csv").write_bytes(b"job_id\xff\n")
-    raises(read_deadline_trace, tmp_path / "latin.csv", ": not a text file")
+    raises(read_deadline_trace, tmp_path / "latin.csv", ": not UTF-8 text")
 
 
 # --- Chronus traces --------------------------------------------------------------------------------

@@ -14,8 +14,10 @@ In this package (nothing is imported here: ``from simulator.readers.traces impor
   :class:`~.elasticflow_traces.DeadlineTrace`; :func:`~.elasticflow_traces.read_chronus_trace` reads
   Chronus's SLO CSV (times in minutes by default) into a :class:`~.elasticflow_traces.ChronusTrace`
   (deadline options in CSR form); ``deadline_trace_text`` / ``chronus_trace_text`` write them back.
-  :func:`~.elasticflow_traces.read_csv_rows` (a :class:`~.elasticflow_traces.CsvRows`) is the CSV
-  layer the ElasticFlow readers share. Errors: :class:`~.elasticflow_traces.DeadlineInputError`.
+  Errors: :class:`~.elasticflow_traces.DeadlineInputError`.
+- :mod:`.csv_rows`: the CSV layer every CSV reader here shares (:func:`~.csv_rows.read_csv_rows`, a
+  :class:`~.csv_rows.CsvRows` raising the reader's own input-error class, one line naming file,
+  line and column, also for bytes that are not UTF-8).
 - :mod:`.node_cluster`: ElasticFlow's cluster spec CSV (one row: switches, nodes per switch, GPUs,
   CPUs and memory per node). :func:`~.node_cluster.read_cluster_spec` yields a
   :class:`~.node_cluster.NodeCluster`.

@@ -32,115 +32,24 @@ Errors are :class:`DeadlineInputError` with messages ``PATH:LINE: column NAME: p
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
+
+from simulator.readers.csv_rows import CsvRows, parse_numbers
+from simulator.readers.csv_rows import read_csv_rows as read_rows
 
 
 class DeadlineInputError(ValueError):
     """A malformed trace, cluster spec or throughput table; the message names file, line and column."""
 
 
-@dataclass(frozen=True)
-class CsvRows:
-    """A comma-separated file: stripped header, rows of equal width, 1-based line numbers (blank lines
-    skipped). Shared by the readers of this module, :mod:`.node_cluster` and :mod:`.iteration_tables`."""
-
-    source: str
-    header: tuple[str, ...]
-    header_line: int
-    rows: list[list[str]]
-    lines: list[int]
-
-    def error(self, row: int, column: str, problem: str) -> DeadlineInputError:
-        return DeadlineInputError(f"{self.source}:{self.lines[row]}: column {column}: {problem}")
-
-    def missing(self, names: Sequence[str]) -> list[str]:
-        return [name for name in names if name not in self.header]
-
-    def require(self, names: Sequence[str], what: str) -> None:
-        if missing := self.missing(names):
-            raise DeadlineInputError(f"{self.source}:{self.header_line}: not a {what} header: missing column(s) "
-                                     f"{', '.join(missing)} (expected {','.join(names)})")
-
-    def column(self, name: str) -> list[str]:
-        i = self.header.index(name)
-        return [row[i].strip() for row in self.rows]
-
-    def names(self, name: str) -> np.ndarray:
-        """The column as non-empty strings (object array)."""
-        texts = self.column(name)
-        for i, text in enumerate(texts):
-            if not text:
-                raise self.error(i, name, "empty")
-        return np.array(texts, dtype=object)
-
-    def numbers(self, name: str, *, minimum: float = -math.inf, strict: bool = False, integer: bool = False,
-                finite: bool = True) -> np.ndarray:
-        """The column as floats (int64 when ``integer``), each >= ``minimum`` (> when ``strict``)."""
-        return parse_numbers(self.column(name), lambda i, problem: self.error(i, name, problem),
-                             minimum=minimum, strict=strict, integer=integer, finite=finite)
-
-
-def parse_numbers(texts: Sequence[str], error, *, minimum: float = -math.inf, strict: bool = False,
-                  integer: bool = False, finite: bool = True) -> np.ndarray:
-    """Parse and check numbers; ``error(i, problem)`` builds the exception for item ``i``."""
-    try:
-        array = np.array(texts, dtype=float)
-    except ValueError:  # find the culprit
-        array = np.array([_number(text, i, error) for i, text in enumerate(texts)], dtype=float)
-    bad = (array <= minimum) if strict else (array < minimum)
-    if finite:
-        bad |= ~np.isfinite(array)
-    if integer:
-        bad |= np.isfinite(array) & (array != np.floor(array))
-    if bad.any():
-        i = int(np.argmax(bad))
-        if finite and not math.isfinite(array[i]):
-            problem = "must be finite"
-        elif array[i] < minimum or (strict and array[i] == minimum):
-            problem = f"must be {'>' if strict else '>='} {minimum:g}"
-        else:
-            problem = "expected an integer"
-        raise error(i, f"{problem}, got {texts[i]!r}")
-    return array.astype(np.int64) if integer else array
-
-
-def _number(text: str, i: int, error) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise error(i, f"expected a number, got {text!r}") from None
-
-
 def read_csv_rows(path: str | os.PathLike, what: str) -> CsvRows:
-    """Read a CSV file whose first non-blank line is a header; every row must have its width."""
-    src = os.fspath(path)
-    try:
-        with open(src, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
-            records = [(reader.line_num, row) for row in reader if len(row) > 1 or (row and row[0].strip())]
-    except OSError as exc:
-        raise DeadlineInputError(f"{src}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise DeadlineInputError(f"{src}: not a text file ({exc.reason})") from None
-    except csv.Error as exc:
-        raise DeadlineInputError(f"{src}:{reader.line_num}: {exc}") from None
-    if not records:
-        raise DeadlineInputError(f"{src}:1: empty file, expected a {what} header")
-    header = tuple(cell.strip() for cell in records[0][1])
-    for line, row in records[1:]:
-        if len(row) < len(header):
-            raise DeadlineInputError(f"{src}:{line}: column {header[len(row)]}: missing (the row has {len(row)} "
-                                     f"of the header's {len(header)} columns)")
-        if len(row) > len(header):
-            raise DeadlineInputError(f"{src}:{line}: column {len(header) + 1}: extra value {row[len(header)]!r} "
-                                     f"(the header has {len(header)} columns)")
-    return CsvRows(src, header, records[0][0], [row for _, row in records[1:]], [line for line, _ in records[1:]])
+    """:func:`.csv_rows.read_csv_rows` with this module's :class:`DeadlineInputError` (also for
+    :mod:`.node_cluster` and :mod:`.iteration_tables`)."""
+    return read_rows(path, what, DeadlineInputError)
 
 
 def _require_jobs(table: CsvRows) -> None:

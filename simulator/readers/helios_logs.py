@@ -29,11 +29,11 @@ import io
 import os
 import re
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 
-from simulator.readers.elasticflow_traces import parse_numbers
+from simulator.readers.csv_rows import CsvRows, parse_numbers, read_csv_rows
 
 #: the Philly CSV's header
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
@@ -50,35 +50,8 @@ class LucidInputError(ValueError):
     """A malformed job log, VC config or Lucid measurement file; the message names file, line and column."""
 
 
-@dataclass(frozen=True)
-class Table:
-    """A CSV file: stripped header, rows of its width, 1-based line numbers (blank lines skipped)."""
-
-    source: str
-    header: tuple[str, ...]
-    header_line: int
-    rows: list[list[str]]
-    lines: list[int]
-
-    def error(self, row: int, column: str, problem: str) -> LucidInputError:
-        return LucidInputError(f"{self.source}:{self.lines[row]}: column {column}: {problem}")
-
-    def require(self, names: Sequence[str], what: str) -> None:
-        if missing := [name for name in names if name not in self.header]:
-            raise LucidInputError(f"{self.source}:{self.header_line}: not a {what} header: missing column(s) "
-                                  f"{', '.join(missing)} (expected {','.join(names)})")
-
-    def column(self, name: str) -> list[str]:
-        i = self.header.index(name)
-        return [row[i].strip() for row in self.rows]
-
-    def names(self, name: str) -> np.ndarray:
-        """The column as non-empty strings (object array)."""
-        texts = self.column(name)
-        for i, text in enumerate(texts):
-            if not text:
-                raise self.error(i, name, "empty")
-        return np.array(texts, dtype=object)
+class Table(CsvRows):
+    """A job-log CSV (:class:`~.csv_rows.CsvRows`): numbers below 2**63, date-time columns."""
 
     def numbers(self, name: str, *, minimum: float = 0.0, integer: bool = False) -> np.ndarray:
         """The column as finite floats (int64 when ``integer``), each >= ``minimum`` and below 2**63."""
@@ -113,39 +86,8 @@ class Table:
 
 
 def read_table(path: str | os.PathLike, what: str) -> Table:
-    """Read a CSV whose first non-blank line is a header; every row must have its width; bytes that are
-    not UTF-8 are an error naming their line and column."""
-    src = os.fspath(path)
-    try:
-        with open(src, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise LucidInputError(f"{src}: cannot read: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        start = data.rfind(b"\n", 0, exc.start) + 1
-        line = data.count(b"\n", 0, exc.start) + 1
-        head = data[:data.find(b"\n")].decode("utf-8", "replace").split(",") if line > 1 else []
-        field = data.count(b",", start, exc.start)
-        column = head[field].strip() if field < len(head) else str(field + 1)
-        raise LucidInputError(f"{src}:{line}: column {column}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        records = [(reader.line_num, row) for row in reader if len(row) > 1 or (row and row[0].strip())]
-    except csv.Error as exc:
-        raise LucidInputError(f"{src}:{reader.line_num}: {exc}") from None
-    if not records:
-        raise LucidInputError(f"{src}:1: empty file, expected a {what} header")
-    header = tuple(cell.strip() for cell in records[0][1])
-    for line, row in records[1:]:
-        if len(row) < len(header):
-            raise LucidInputError(f"{src}:{line}: column {header[len(row)]}: missing (the row has {len(row)} of "
-                                  f"the header's {len(header)} columns)")
-        if len(row) > len(header):
-            raise LucidInputError(f"{src}:{line}: column {len(header) + 1}: extra value {row[len(header)]!r} "
-                                  f"(the header has {len(header)} columns)")
-    return Table(src, header, records[0][0], [row for _, row in records[1:]], [line for line, _ in records[1:]])
+    """:func:`.csv_rows.read_csv_rows` as a :class:`Table`, errors :class:`LucidInputError`."""
+    return read_csv_rows(path, what, LucidInputError, Table)
 
 
 def is_philly_csv(header: Iterable[str]) -> bool:
