@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_helios_fifo import PER_NODE, check_inside_vcs, reference_place, vc_workloads, write_log
+from test_helios_fifo import PER_NODE, check_inside_vcs, reference, vc_workloads, write_log
 
 from allocators.helios.estimator import HistoryEstimator
 from allocators.helios.qssf import HeliosQssf
@@ -49,35 +49,9 @@ def schedule(result):
 
 
 def sjf_reference(jobs, layout):
-    """The published SJF loop restated: one VC at a time, 1 s steps; ends release, arrivals are
-    appended, the queue is stably sorted by duration and walked until its first job that does not fit."""
-    start, end = {}, {}
-    for vc, count in layout.items():
-        free = [PER_NODE] * count
-        mine = sorted((i for i, job in enumerate(jobs) if job[3] == vc and job[2] <= count * PER_NODE),
-                      key=lambda i: jobs[i][0])
-        queue, running, t, arrived = [], {}, 0, 0
-        while arrived < len(mine) or queue or running:
-            for i, nodes in list(running.items()):
-                if end[i] == t:
-                    for node, g in nodes:
-                        free[node] += g
-                    del running[i]
-            while arrived < len(mine) and jobs[mine[arrived]][0] == t:
-                queue.append(mine[arrived])
-                arrived += 1
-            queue.sort(key=lambda i: jobs[i][1])
-            while queue:
-                where = reference_place(free, jobs[queue[0]][2])
-                if where is None:
-                    break
-                i = queue.pop(0)
-                for node, g in where:
-                    free[node] -= g
-                start[i], end[i] = t, t + jobs[i][1]
-                running[i] = where
-            t += 1
-    return start, end
+    """The published SJF loop restated: the FIFO loop with the queue stably sorted by duration each
+    second (appended arrivals included)."""
+    return reference(jobs, layout, key=lambda i: jobs[i][1])
 
 
 SJF_LAYOUT = {"a": 1, "b": 1}

@@ -58,9 +58,10 @@ def run_recorded(log, config):
     return view, policy, result
 
 
-def reference(jobs, layout):
+def reference(jobs, layout, key=None):
     """The published simulators' loop, restated independently: one VC at a time, time in 1 s steps;
-    ends release, arrivals queue, the queue head starts while it can be placed (consolidated)."""
+    ends release, arrivals queue (stably sorted by ``key(job index)`` each step where given: SJF),
+    the queue head starts while it can be placed (consolidated)."""
     start, end = {}, {}
     for vc, count in layout.items():
         free = [PER_NODE] * count
@@ -76,6 +77,8 @@ def reference(jobs, layout):
             while arrived < len(mine) and jobs[mine[arrived]][0] == t:
                 queue.append(mine[arrived])
                 arrived += 1
+            if key is not None:
+                queue.sort(key=key)
             while queue:
                 where = reference_place(free, jobs[queue[0]][2])
                 if where is None:
