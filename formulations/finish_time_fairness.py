@@ -163,7 +163,7 @@ def _descend(lv: Levels, level: Callable[[float], tuple[LevelLP, Result]], lo: f
         if result.status is not Status.OPTIMAL:
             return None
         reached = _level_at(lv, built, result)
-        u = max(result.objective, result.objective if result.bound is None else result.bound)
+        u = result.objective if result.bound is None else max(result.objective, result.bound)
         if r - max(lo, r * (2.0 - u)) <= REL_TOL * r:
             if reached < r:
                 best, best_result = built, result
