@@ -9,11 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.readers.fields import LIMIT
 from simulator.readers.lucid_measurements import VcConfig
 from simulator.readers.node_cluster import NodeCluster
 
 DEFAULT_CLUSTER = "v100=36,p100=36,k80=36"
 _NAME = re.compile(r"^[A-Za-z][\w.-]*$")
+_COUNT = re.compile(r"[0-9]{1,20}")
 
 
 class ClusterSpecError(ValueError):
@@ -84,14 +86,14 @@ class Cluster:
 
 
 def parse_cluster(spec: str) -> Cluster:
-    """Parse ``type=count[,type=count...]``; counts are positive integers."""
+    """Parse ``type=count[,type=count...]``; counts are positive integers below 2**63."""
     types, counts = [], []
     for part in spec.split(","):
         name, sep, count = part.strip().partition("=")
         name, count = name.strip(), count.strip()
         if not sep or not _NAME.match(name):
             raise ClusterSpecError(f"cluster spec {spec!r}: {part.strip()!r} is not TYPE=COUNT")
-        if not count.isdigit() or int(count) == 0:
+        if not _COUNT.fullmatch(count) or not 0 < int(count) < LIMIT:
             raise ClusterSpecError(f"cluster spec {spec!r}: {name} needs a positive integer GPU count, got {count!r}")
         if name in types:
             raise ClusterSpecError(f"cluster spec {spec!r}: worker type {name!r} given twice")

@@ -8,13 +8,13 @@ left to the job's deadline; empty = none).
 
 from __future__ import annotations
 
-import csv
-import math
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.readers.csv_rows import read_csv_rows
+from simulator.readers.fields import parse_numbers, shown
 from simulator.throughputs import ThroughputTable
 
 #: Gavel's multi-GPU scale-factor distribution
@@ -29,7 +29,7 @@ REFERENCE_TYPE = "v100"
 
 
 class JobsFileError(ValueError):
-    pass
+    """A malformed jobs CSV; the message names the file, the line and the column."""
 
 
 @dataclass(frozen=True)
@@ -125,65 +125,55 @@ def reference_rates(table: ThroughputTable, keys: np.ndarray) -> np.ndarray:
     return np.where(ref > 0, ref, fastest)
 
 
-def _positive(text: str, kind, where: str):
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or value <= 0:
-        raise JobsFileError(f"{where}: expected a positive {'integer' if kind is int else 'number'}, got {text!r}")
-    return value
-
-
 def read_jobs_csv(path: str | os.PathLike, table: ThroughputTable) -> JobSet:
-    """Read a jobs CSV (see module doc); errors name file, line and column."""
-    src = os.fspath(path)
-    try:
-        fh = open(src, newline="")
-    except OSError as exc:
-        raise JobsFileError(f"{src}: cannot read: {exc.strerror}") from None
-    with fh:
-        reader = csv.DictReader(fh)
-        if not reader.fieldnames or "job_type" not in reader.fieldnames:
-            raise JobsFileError(f"{src}:1: header must name a 'job_type' column")
-        ids, models, scales, weights, keys, steps, slos = [], [], [], [], [], [], []
-        for row in reader:
-            line = reader.line_num
-            if None in row or any(v is None for v in row.values()):
-                raise JobsFileError(f"{src}:{line}: expected {len(reader.fieldnames)} columns")
-            model = row["job_type"].strip()
-            scale = _positive(row.get("scale_factor") or "1", int, f"{src}:{line}: scale_factor")
-            weight = _positive(row.get("priority_weight") or "1", float, f"{src}:{line}: priority_weight")
-            job_id = row.get("job_id")
-            job_id = _nonnegative_id(job_id, f"{src}:{line}: job_id") if job_id else len(ids)
-            try:
-                keys.append(table.index_of(model, scale))
-            except ValueError:
-                raise JobsFileError(
-                    f"{src}:{line}: job_type: {model!r} at scale {scale} is not in {table.source}"
-                ) from None
-            ids.append(job_id)
-            models.append(model)
-            scales.append(scale)
-            weights.append(weight)
-            text = (row.get("total_steps") or "").strip()
-            steps.append(_positive(text, float, f"{src}:{line}: total_steps") if text else math.nan)
-            text = (row.get("slo") or "").strip()
-            slos.append(_positive(text, float, f"{src}:{line}: slo") if text else math.inf)
-    if not ids:
-        raise JobsFileError(f"{src}: no jobs")
-    if len(set(ids)) != len(ids):
-        raise JobsFileError(f"{src}: job_id values are not unique")
-    steps_given = [not math.isnan(v) for v in steps]
-    if any(steps_given) and not all(steps_given):
-        line = steps_given.index(False) + 2
-        raise JobsFileError(f"{src}:{line}: total_steps: missing (give it for every job or none)")
-    return JobSet(np.array(ids), tuple(models), np.array(scales), np.array(weights, dtype=float), np.array(keys),
-                  total_steps=np.array(steps) if all(steps_given) else None,
-                  slo=np.array(slos) if np.isfinite(slos).any() else None)
+    """Read a jobs CSV (see module doc) with :mod:`simulator.readers.csv_rows`; errors name file, line and
+    column."""
+    rows = read_csv_rows(path, "jobs", JobsFileError)
+    if "job_type" not in rows.header:
+        raise JobsFileError(f"{rows.source}:{rows.header_line}: header must name a 'job_type' column")
+    if not rows.rows:
+        raise JobsFileError(f"{rows.source}: no jobs")
+    n = len(rows.rows)
+
+    def texts(name: str, default: str = "") -> list[str]:
+        return [text or default for text in rows.column(name)] if name in rows.header else [default] * n
+
+    def column(name: str, default: str, **checks) -> np.ndarray:
+        return parse_numbers(texts(name, default), lambda i, problem: rows.error(i, name, problem), **checks)
+
+    def optional(name: str, missing: float) -> np.ndarray:
+        """A positive number where the cell is not empty, else ``missing``."""
+        cells = texts(name)
+        given = [i for i, text in enumerate(cells) if text]
+        values = np.full(n, missing)
+        values[given] = parse_numbers([cells[i] for i in given], lambda k, problem: rows.error(given[k], name, problem),
+                                      minimum=0, strict=True)
+        return values
+
+    ids = column("job_id", "", minimum=0, integer=True) if "job_id" in rows.header else np.arange(n)
+    models = tuple(rows.names("job_type"))
+    scales = column("scale_factor", "1", minimum=0, strict=True, integer=True)
+    weights = column("priority_weight", "1", minimum=0, strict=True)
+    steps, slos = optional("total_steps", np.nan), optional("slo", np.inf)
+    keys = np.empty(n, dtype=np.int64)
+    for i, (model, scale) in enumerate(zip(models, scales.tolist())):
+        try:
+            keys[i] = table.index_of(model, scale)
+        except ValueError:
+            raise rows.error(i, "job_type", f"{shown(model)} at scale {texts('scale_factor', '1')[i]} is not in "
+                                            f"{table.source}") from None
+    if (repeat := _first_repeat(ids)) is not None:
+        raise rows.error(repeat, "job_id", f"{texts('job_id')[repeat]} repeats an earlier job's id")
+    given = ~np.isnan(steps)
+    if given.any() and not given.all():
+        raise rows.error(int(np.argmin(given)), "total_steps", "missing (give it for every job or none)")
+    return JobSet(ids, models, scales, weights, keys, total_steps=steps if given.all() else None,
+                  slo=slos if np.isfinite(slos).any() else None)
 
 
-def _nonnegative_id(text: str, where: str) -> int:
-    if not text.strip().isdigit():
-        raise JobsFileError(f"{where}: expected a non-negative integer, got {text!r}")
-    return int(text)
+def _first_repeat(values: np.ndarray) -> int | None:
+    """The first index whose value appeared before it, or None."""
+    _, first = np.unique(values, return_index=True)
+    if len(first) == len(values):
+        return None
+    return int(np.flatnonzero(~np.isin(np.arange(len(values)), first))[0])

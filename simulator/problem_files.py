@@ -8,7 +8,6 @@ allocation) is the writer's."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 
 from formulations import AllocationProblem, JobPairs, ProblemError
 from formulations.problem import OPTIONAL_ARRAYS
+from simulator.readers.fields import LIMIT, load_json, shown
 
 #: the required fields, in the order they are written
 FIELDS = ("worker_types", "capacities", "job_ids", "job_types", "scale_factors", "weights", "throughputs")
@@ -52,33 +52,46 @@ def problem_from_dict(doc: dict, source: str = "problem") -> AllocationProblem:
                 raise ProblemFileError(f"{source}: field {name}: expected a list of strings")
             fields[name] = tuple(value)
             continue
-        try:
-            fields[name] = np.array(value, dtype=np.int64 if name == "job_ids" else float)
-        except (TypeError, ValueError, OverflowError):
-            raise ProblemFileError(f"{source}: field {name}: expected numbers, got {str(value)[:60]}") from None
+        fields[name] = _numbers(value, f"{source}: field {name}", integer=name == "job_ids")
     pairs = doc.get("pairs")
     if pairs is not None:
-        try:
-            first = np.array(pairs["first"], dtype=np.int64)
-            rates = np.array(pairs["rates"], dtype=float).reshape(first.size, len(doc["worker_types"]), 2)
-            fields["pairs"] = JobPairs(first, np.array(pairs["second"], dtype=np.int64), rates)
-        except (KeyError, TypeError, ValueError, OverflowError):
-            raise ProblemFileError(f"{source}: field pairs: expected first, second and rates lists") from None
+        where = f"{source}: field pairs"
+        if not isinstance(pairs, dict) or not {"first", "second", "rates"} <= set(pairs):
+            raise ProblemFileError(f"{where}: expected first, second and rates lists")
+        first = _numbers(pairs["first"], f"{where}.first", integer=True)
+        rates = _numbers(pairs["rates"], f"{where}.rates")
+        if rates.size != first.size * len(fields["worker_types"]) * 2:
+            raise ProblemFileError(f"{where}.rates: expected {first.size} x {len(fields['worker_types'])} x 2 rates, "
+                                   f"got {rates.size}")
+        fields["pairs"] = JobPairs(first, _numbers(pairs["second"], f"{where}.second", integer=True),
+                                   rates.reshape(first.size, len(fields["worker_types"]), 2))
     try:
         return AllocationProblem(**fields)
     except ProblemError as exc:
         raise ProblemFileError(f"{source}: {exc}") from None
 
 
+def _numbers(value, where: str, integer: bool = False) -> np.ndarray:
+    """A (nested) list of numbers as an array: finite or infinite, below 2**63 in magnitude; int64
+    integers where ``integer``."""
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ProblemFileError(f"{where}: expected numbers, got {shown(str(value))}") from None
+    finite = np.isfinite(array)
+    if (np.abs(array[finite]) >= LIMIT).any():
+        raise ProblemFileError(f"{where}: a number out of range (beyond 64 bits)")
+    if not integer:
+        return array
+    if not finite.all() or (array != np.floor(array)).any():
+        raise ProblemFileError(f"{where}: expected integers, got {shown(str(value))}")
+    return array.astype(np.int64)
+
+
 def read_problem_json(path: str | os.PathLike) -> tuple[AllocationProblem, dict]:
     """The problem in ``path`` (under ``"problem"``, or the document itself) and the whole document."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ProblemFileError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
-    except UnicodeDecodeError:
-        raise ProblemFileError(f"{path}: not UTF-8 text") from None
+    doc = load_json(path, ProblemFileError)
     body = doc.get("problem", doc) if isinstance(doc, dict) else doc
     return problem_from_dict(body, str(path)), doc if isinstance(doc, dict) else {}
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.files import write_atomically
+from simulator.readers.fields import LIMIT, json_number, load_json
 
 JobKey = tuple[str, int]
 UNCONSOLIDATED = "_unconsolidated"
@@ -124,21 +125,16 @@ def _literal_key(text: str) -> JobKey | None:
     """The key in ``text``, or None (memoized: a table repeats every key once per pair)."""
     try:
         value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
         return None
     if (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
-            and isinstance(value[1], int) and value[1] >= 1):
+            and type(value[1]) is int and 1 <= value[1] < LIMIT):
         return value
     return None
 
 
 def _rate(value, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ThroughputTableError(f"{where}: expected a number of steps/s, got {value!r}")
-    rate = float(value)
-    if not math.isfinite(rate) or rate < 0:
-        raise ThroughputTableError(f"{where}: throughput must be finite and >= 0, got {value!r}")
-    return rate
+    return json_number(value, lambda problem: ThroughputTableError(f"{where}: {problem}"), minimum=0)
 
 
 GAVEL_TABLE_NAME = "simulation_throughputs.json"
@@ -160,15 +156,8 @@ def find_gavel_table(near: str | os.PathLike, levels: int = 2) -> Path | None:
 
 def read_gavel_json(path: str | os.PathLike) -> ThroughputTable:
     """Read a throughput table in Gavel's JSON format (errors name file and entry)."""
-    path = Path(path)
-    src = str(path)
-    try:
-        raw = json.loads(path.read_text())
-    except OSError as exc:
-        raise ThroughputTableError(f"{src}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise ThroughputTableError(f"{src}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    return table_from_gavel_dict(raw, src)
+    src = os.fspath(path)
+    return table_from_gavel_dict(load_json(src, ThroughputTableError), src)
 
 
 def table_from_gavel_dict(raw, src: str = "<memory>") -> ThroughputTable:

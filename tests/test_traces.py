@@ -54,11 +54,14 @@ def test_legacy_seven_columns(tmp_path):
     [
         ("A\tcmd\tdir\targ\t1\t100\t1\t1\t-1\n", "expected 10 tab-separated columns"),
         ("A\tcmd\tdir\targ\t1\tmany\t1\t1\t-1\t0\n", "column 6 (total_steps): expected a number"),
-        ("A\tcmd\tdir\targ\t1\t100\t0\t1\t-1\t0\n", "column 7 (scale_factor): must be finite and > 0"),
+        ("A\tcmd\tdir\targ\t1\t100\t0\t1\t-1\t0\n", "column 7 (scale_factor): must be > 0, got '0'"),
+        ("A\tcmd\tdir\targ\t1\t99999999999999999999999\t1\t1\t-1\t0\n",
+         "column 6 (total_steps): out of range (beyond 64 bits), got '99999999999999999999999'"),
+        ("A\tcmd\tdir\targ\t1\t100\t1e30\t1\t-1\t0\n", "column 7 (scale_factor): out of range (beyond 64 bits)"),
         ("A\tcmd\tdir\targ\t1\t100\t1.5\t1\t-1\t0\n", "column 7 (scale_factor): expected an integer"),
         ("A\tcmd\tdir\targ\t2\t100\t1\t1\t-1\t0\n", "column 5 (needs_data_dir): expected 0 or 1"),
         ("A\tcmd\tdir\targ\t1\t100\t1\t1\t0\t0\n", "column 9 (SLO): must be > 0, or -1"),
-        ("A\tcmd\tdir\targ\t1\t100\t1\t1\t-1\t-5\n", "column 10 (arrival_time): must be finite and >= 0"),
+        ("A\tcmd\tdir\targ\t1\t100\t1\t1\t-1\t-5\n", "column 10 (arrival_time): must be >= 0, got '-5'"),
         ("\tcmd\tdir\targ\t1\t100\t1\t1\t-1\t0\n", "column 1 (job_type): empty"),
     ],
 )

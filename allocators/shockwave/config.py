@@ -51,29 +51,59 @@ class ShockwaveConfig:
     log_bases: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
     def __post_init__(self) -> None:
-        checks = {"rounds": self.rounds >= 1 and int(self.rounds) == self.rounds,
-                  "k": math.isfinite(self.k) and self.k >= 0, "lam": math.isfinite(self.lam) and self.lam >= 0,
-                  "rho_max": math.isfinite(self.rho_max) and self.rho_max > 0,
-                  "mip_gap": math.isfinite(self.mip_gap) and self.mip_gap > 0,
-                  "time_limit": self.time_limit > 0,
-                  "reoptimize_every": self.reoptimize_every >= 1
-                  and int(self.reoptimize_every) == self.reoptimize_every,
-                  "log_bases": valid_log_bases(self.log_bases)}
-        bad = [name for name, ok in checks.items() if not ok]
+        bad = invalid_fields(vars(self))
         if bad:
             values = ", ".join(f"{b}={getattr(self, b)!r}" for b in bad)
             raise ShockwaveConfigError(f"shockwave config: invalid {values}")
+
+
+def invalid_fields(values: dict) -> list[str]:
+    """The :class:`ShockwaveConfig` fields of ``values`` whose value is out of its range."""
+    def count(v) -> bool:
+        return math.isfinite(v) and v >= 1 and int(v) == v
+
+    checks = {"rounds": count, "k": lambda v: math.isfinite(v) and v >= 0, "lam": lambda v: math.isfinite(v) and v >= 0,
+              "rho_max": lambda v: math.isfinite(v) and v > 0, "mip_gap": lambda v: math.isfinite(v) and v > 0,
+              "time_limit": lambda v: v > 0, "reoptimize_every": count, "log_bases": valid_log_bases}
+    return [name for name, ok in checks.items() if name in values and not ok(values[name])]
+
+
+class _Written(float):
+    """A JSON number with its text (a message quotes the file): a fraction, an exponent, ``NaN``,
+    ``Infinity``, or an integer of more than 20 digits (Python reads none of over 4,300)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _Written:
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+
+def _integer(digits: str) -> int | _Written:
+    return int(digits) if len(digits) <= 20 else _Written(digits)
+
+
+def _text(value) -> str:
+    return value.text if isinstance(value, _Written) else json.dumps(value)
 
 
 def read_shockwave_config(path: str | os.PathLike) -> ShockwaveConfig:
     """Read a published Shockwave configuration JSON (errors name the file and key)."""
     src = os.fspath(path)
     try:
-        raw = json.loads(Path(src).read_text())
+        data = Path(src).read_bytes()
     except OSError as exc:
         raise ShockwaveConfigError(f"{src}: cannot read: {exc.strerror}") from None
+    try:
+        raw = json.loads(data.decode("utf-8-sig"), parse_float=_Written, parse_constant=_Written, parse_int=_integer)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ShockwaveConfigError(f"{src}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
     except json.JSONDecodeError as exc:
         raise ShockwaveConfigError(f"{src}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ShockwaveConfigError(f"{src}: invalid JSON: nested too deeply") from None
     if not isinstance(raw, dict):
         raise ShockwaveConfigError(f"{src}: expected a JSON object of parameters")
     fields = {}
@@ -85,15 +115,33 @@ def read_shockwave_config(path: str | os.PathLike) -> ShockwaveConfig:
         if key == "log_approximation_bases":
             if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                       for v in value):
-                raise ShockwaveConfigError(f"{src}: key {key!r}: expected a list of numbers, got {value!r}")
+                raise ShockwaveConfigError(f"{src}: key {key!r}: expected a list of numbers, got {_shown(value)}")
+            numbers = value
             value = tuple(float(v) for v in value)
         elif key in FLAGS:
             if not isinstance(value, bool):
-                raise ShockwaveConfigError(f"{src}: key {key!r}: expected true or false, got {value!r}")
+                raise ShockwaveConfigError(f"{src}: key {key!r}: expected true or false, got {_shown(value)}")
+            numbers = []
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ShockwaveConfigError(f"{src}: key {key!r}: expected a number, got {value!r}")
+            raise ShockwaveConfigError(f"{src}: key {key!r}: expected a number, got {_shown(value)}")
+        else:
+            numbers = [value]
+        if any(abs(v) >= 2.0**63 and (math.isfinite(v) or _text(v).lstrip("-").isdigit()) for v in numbers):
+            raise ShockwaveConfigError(f"{src}: key {key!r}: out of range (beyond 64 bits), got {_shown(value)}")
         fields[_KEYS[key]] = value
-    try:
-        return ShockwaveConfig(**fields)
-    except ShockwaveConfigError as exc:
-        raise ShockwaveConfigError(f"{src}: {exc}") from None
+    bad = invalid_fields(fields)
+    if bad:
+        keys = {field: key for key, field in _KEYS.items()}
+        raise ShockwaveConfigError(f"{src}: shockwave config: invalid " + ", ".join(
+            f"{b}={_shown(raw[keys[b]])}" for b in bad))
+    return ShockwaveConfig(**{name: v if isinstance(v, (bool, tuple)) else int(v) if type(v) is int else float(v)
+                              for name, v in fields.items()})
+
+
+def _shown(value) -> str:
+    """``value`` as the file has it, at most 60 characters."""
+    if isinstance(value, list) and len(value) < 100:
+        text = "[" + ", ".join(_text(v) if isinstance(v, (int, float)) else json.dumps(v) for v in value) + "]"
+    else:
+        text = _text(value) if isinstance(value, (int, float, str, type(None))) else f"a JSON {type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."

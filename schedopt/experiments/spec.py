@@ -34,6 +34,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simulator.readers.fields import Written, json_number, read_text
 from simulator.request import SimulateRequest
 
 #: command-line spellings that differ from the option's name
@@ -110,15 +111,23 @@ def read_experiment(path: str | os.PathLike, data: str | os.PathLike | None = No
     """Read an experiment file (module doc); ``data`` replaces ``{data}`` in its strings."""
     path = Path(path)
     try:
-        doc = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise ExperimentError(f"{path}: cannot read: {exc.strerror}") from None
+        doc = tomllib.loads(read_text(path, ExperimentError), parse_float=lambda text: Written(text.replace("_", "")))
     except tomllib.TOMLDecodeError as exc:
         raise ExperimentError(f"{path}: not TOML: {exc}") from None
+    except RecursionError:
+        raise ExperimentError(f"{path}: not TOML: nested too deeply") from None
+    except ValueError as exc:  # an integer of over 4,300 digits
+        raise ExperimentError(f"{path}: not TOML: {str(exc).partition(':')[0]}") from None
     unknown = set(doc) - {"experiment", "fixed", "axes"}
     if unknown:
         raise ExperimentError(f"{path}: unknown table [{sorted(unknown)[0]}] (tables: experiment, fixed, axes)")
+    for table in ("experiment", "fixed", "axes"):
+        if not isinstance(doc.get(table, {}), dict):
+            raise ExperimentError(f"{path}: {table}: expected a table [{table}]")
     head = doc.get("experiment", {})
+    for key in ("name", "sweep", "x_label", "description"):
+        if not isinstance(head.get(key, ""), str):
+            raise ExperimentError(f"{path}: experiment.{key}: expected a string")
     bad = set(head) - {"name", "sweep", "x_label", "description"}
     if bad:
         raise ExperimentError(f"{path}: experiment.{sorted(bad)[0]}: unknown key "
@@ -178,4 +187,6 @@ def _value(path: Path, where: str, value, data):
         value = value.replace("{data}", str(Path(data).resolve()))
     if not isinstance(value, str | int | float | bool):
         raise ExperimentError(f"{path}: {where}: expected a string, number or boolean, not {type(value).__name__}")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = json_number(value, lambda problem: ExperimentError(f"{path}: {where}: {problem}"))
     return value

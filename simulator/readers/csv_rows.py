@@ -1,7 +1,7 @@
 """Comma-separated input files as checked rows: the one reader core of the CSV formats
 (:mod:`.elasticflow_traces`, :mod:`.node_cluster`, :mod:`.iteration_tables`, :mod:`.helios_logs`,
 :mod:`.lucid_measurements`). Every error is the reader's own input-error class, one line naming
-file, line and column."""
+file, line and column; numbers are converted and checked by :mod:`.fields`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Sequence, TypeVar
 
 import numpy as np
+
+from simulator.readers.fields import parse_numbers, read_text
 
 
 @dataclass(frozen=True)
@@ -57,58 +59,21 @@ class CsvRows:
                              minimum=minimum, strict=strict, integer=integer, finite=finite)
 
 
-def parse_numbers(texts: Sequence[str], error, *, minimum: float = -math.inf, strict: bool = False,
-                  integer: bool = False, finite: bool = True) -> np.ndarray:
-    """Parse and check numbers; ``error(i, problem)`` builds the exception for item ``i``."""
-    try:
-        array = np.array(texts, dtype=float)
-    except ValueError:  # find the culprit
-        array = np.array([_number(text, i, error) for i, text in enumerate(texts)], dtype=float)
-    bad = (array <= minimum) if strict else (array < minimum)
-    if finite:
-        bad |= ~np.isfinite(array)
-    if integer:
-        bad |= np.isfinite(array) & (array != np.floor(array))
-    if bad.any():
-        i = int(np.argmax(bad))
-        if finite and not math.isfinite(array[i]):
-            problem = "must be finite"
-        elif array[i] < minimum or (strict and array[i] == minimum):
-            problem = f"must be {'>' if strict else '>='} {minimum:g}"
-        else:
-            problem = "expected an integer"
-        raise error(i, f"{problem}, got {texts[i]!r}")
-    return array.astype(np.int64) if integer else array
-
-
-def _number(text: str, i: int, error) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise error(i, f"expected a number, got {text!r}") from None
-
-
 R = TypeVar("R", bound=CsvRows)
+
+
+def _header_name(data: bytes, line: int, field: int) -> str:
+    """The name of field ``field`` (from 0) in the header of a file whose line ``line`` it is on (its number
+    on the header line or where the header is shorter)."""
+    head = data[:data.find(b"\n")].decode("utf-8", "replace").split(",") if line > 1 else []
+    return head[field].strip() if field < len(head) else str(field + 1)
 
 
 def read_csv_rows(path: str | os.PathLike, what: str, failure: type[ValueError], rows: type[R] = CsvRows) -> R:
     """Read a CSV file whose first non-blank line is a header; every row must have its width; bytes that
     are not UTF-8 are an error naming their line and column. Errors are ``failure``; the result a ``rows``."""
     src = os.fspath(path)
-    try:
-        with open(src, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise failure(f"{src}: cannot read: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        start = data.rfind(b"\n", 0, exc.start) + 1
-        line = data.count(b"\n", 0, exc.start) + 1
-        head = data[:data.find(b"\n")].decode("utf-8", "replace").split(",") if line > 1 else []
-        field = data.count(b",", start, exc.start)
-        column = head[field].strip() if field < len(head) else str(field + 1)
-        raise failure(f"{src}:{line}: column {column}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
+    text = read_text(src, failure, ",", _header_name)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         records = [(reader.line_num, row) for row in reader if len(row) > 1 or (row and row[0].strip())]

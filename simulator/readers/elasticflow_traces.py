@@ -38,8 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.readers.csv_rows import CsvRows, parse_numbers
+from simulator.readers.csv_rows import CsvRows
 from simulator.readers.csv_rows import read_csv_rows as read_rows
+from simulator.readers.fields import parse_numbers, shown
 
 
 class DeadlineInputError(ValueError):
@@ -61,7 +62,7 @@ def _flags(table: CsvRows, name: str) -> np.ndarray:
     flags = table.numbers(name, integer=True)
     if (bad := (flags != 0) & (flags != 1)).any():
         i = int(np.argmax(bad))
-        raise table.error(i, name, f"expected 0 or 1, got {table.rows[i][table.header.index(name)]!r}")
+        raise table.error(i, name, f"expected 0 or 1, got {shown(table.column(name)[i])}")
     return flags.astype(bool)
 
 
@@ -113,7 +114,8 @@ def read_deadline_trace(path: str | os.PathLike) -> DeadlineTrace:
         text = table.rows[i][table.header.index(ddl_col)].strip()
         raise table.error(i, ddl_col, f"must be finite unless best_effort is 1, got {text!r}"
                           if not math.isfinite(deadline[i]) else
-                          f"deadline {text} is before the submission time {submit[i]:g}")
+                          f"deadline {text} is before the submission time "
+                          f"{table.rows[i][table.header.index(submit_col)].strip()}")
     deadline[best_effort] = np.inf
     return DeadlineTrace(
         job_ids=table.names(job_id), submit=submit,

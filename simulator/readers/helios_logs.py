@@ -33,14 +33,13 @@ from typing import Iterable
 
 import numpy as np
 
-from simulator.readers.csv_rows import CsvRows, parse_numbers, read_csv_rows
+from simulator.readers.csv_rows import CsvRows, read_csv_rows
+from simulator.readers.fields import LIMIT
 
 #: the Philly CSV's header
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 #: the Helios columns a job log must have (and one of ``job_id`` / ``jobname``)
 HELIOS_COLUMNS = ("vc", "gpu_num", "submit_time", "duration")
-#: the largest magnitude a number may have (64-bit integers)
-LIMIT = 2.0**63
 #: (VC, GPUs, submission) columns of the Philly CSV (True) and of a Helios log (False)
 _ROLES = {True: ("cluster", "num_gpus", "timestamp"), False: ("vc", "gpu_num", "submit_time")}
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?")
@@ -55,14 +54,7 @@ class Table(CsvRows):
 
     def numbers(self, name: str, *, minimum: float = 0.0, integer: bool = False) -> np.ndarray:
         """The column as finite floats (int64 when ``integer``), each >= ``minimum`` and below 2**63."""
-        texts = self.column(name)
-        values = parse_numbers(texts, lambda i, problem: self.error(i, name, problem), minimum=minimum)
-        for bad, problem in ((np.abs(values) >= LIMIT, "out of range (beyond 64 bits)"),
-                             (values != np.floor(values) if integer else None, "expected an integer")):
-            if bad is not None and bad.any():
-                i = int(np.argmax(bad))
-                raise self.error(i, name, f"{problem}, got {texts[i]!r}")
-        return values.astype(np.int64) if integer else values
+        return super().numbers(name, minimum=minimum, integer=integer)
 
     def times(self, name: str) -> tuple[np.ndarray, bool]:
         """The column as seconds: date-times (as POSIX seconds, then ``True``) or numbers >= 0."""

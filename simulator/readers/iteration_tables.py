@@ -29,7 +29,9 @@ from typing import Sequence
 
 import numpy as np
 
-from simulator.readers.elasticflow_traces import CsvRows, DeadlineInputError, parse_numbers, read_csv_rows
+from simulator.readers.csv_rows import CsvRows
+from simulator.readers.elasticflow_traces import DeadlineInputError, read_csv_rows
+from simulator.readers.fields import parse_numbers
 
 
 @dataclass(frozen=True)
@@ -109,26 +111,28 @@ def read_throughput_dir(directory: str | os.PathLike) -> IterationTable:
     paths = sorted(Path(src).glob("*.csv"))
     if not paths:
         raise DeadlineInputError(f"{src}: no *.csv throughput tables")
-    gpu_counts, first = None, ""
+    gpu_counts, first, first_header = None, "", ""
     batch_sizes, rates = {}, {}
     for path in paths:
         table = read_csv_rows(path, "throughput table")
         counts = _gpu_counts(table)
         if gpu_counts is None:
-            gpu_counts, first = counts, table.source
+            gpu_counts, first, first_header = counts, table.source, ",".join(table.header[1:])
         elif not np.array_equal(counts, gpu_counts):
             n = min(len(counts), len(gpu_counts))
             differ = np.flatnonzero(counts[:n] != gpu_counts[:n])
             k = int(differ[0]) if differ.size else n
             raise DeadlineInputError(
-                f"{table.source}:{table.header_line}: column {k + 2}: GPU counts {','.join(map(str, counts))} "
-                f"differ from {first}'s {','.join(map(str, gpu_counts))}")
+                f"{table.source}:{table.header_line}: column {k + 2}: GPU counts {','.join(table.header[1:])} "
+                f"differ from {first}'s {first_header}")
         if not table.rows:
             raise DeadlineInputError(f"{table.source}:{table.header_line}: no batch-size rows after the header")
         batch = table.numbers("global_batch_size", minimum=1, integer=True)
+        texts = table.column("global_batch_size")
         for i in range(1, len(batch)):
             if batch[i] in batch[:i]:
-                raise table.error(i, "global_batch_size", f"batch size {batch[i]} appears twice")
+                raise table.error(i, "global_batch_size", f"batch size {texts[i]} appears twice (line "
+                                                          f"{table.lines[int(np.argmax(batch[:i] == batch[i]))]})")
         batch_sizes[path.stem] = batch
         rates[path.stem] = np.column_stack([_rates(table, name) for name in table.header[1:]])
     return IterationTable(src, gpu_counts, batch_sizes, rates)

@@ -3,16 +3,18 @@
 One row per job: ``name`` (``<application>-<index>``), ``time`` (submission, s from the start),
 ``application`` (one of the measured applications, :mod:`simulator.applications`),
 ``num_replicas`` and ``batch_size``: the job's tuned configuration (GPUs, global batch), which
-the fixed-configuration baselines run and Pollux ignores.
+the fixed-configuration baselines run and Pollux ignores. Read by :mod:`.csv_rows` (numbers by
+:mod:`.fields`): errors name the file, the line and the column.
 """
 
 from __future__ import annotations
 
-import csv
 import os
 from dataclasses import dataclass
 
 import numpy as np
+
+from simulator.readers.csv_rows import read_csv_rows
 
 #: the header of a Pollux workload
 POLLUX_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
@@ -47,45 +49,13 @@ def is_pollux_workload(path: str | os.PathLike) -> bool:
 
 def read_pollux_trace(path: str | os.PathLike) -> PolluxTrace:
     """Read a Pollux workload; a bad line is one :class:`PolluxInputError` naming file, line, column."""
-    src = os.fspath(path)
-    names, times, apps, replicas, batches = [], [], [], [], []
-    try:
-        with open(src, newline="", encoding="utf-8") as f:
-            reader = csv.reader(f)
-            header = [h.strip() for h in next(reader, [])]
-            missing = [c for c in POLLUX_COLUMNS if c not in header]
-            if missing:
-                raise PolluxInputError(f"{src}:1: missing column(s) {', '.join(missing)}")
-            col = {c: header.index(c) for c in POLLUX_COLUMNS}
-            for line, row in enumerate(reader, start=2):
-                if not any(cell.strip() for cell in row):
-                    continue
-                if len(row) < len(header):
-                    raise PolluxInputError(f"{src}:{line}: expected {len(header)} fields, got {len(row)}")
-                names.append(row[col["name"]].strip())
-                apps.append(row[col["application"]].strip())
-                times.append(_number(src, line, "time", row[col["time"]], float, 0))
-                replicas.append(_number(src, line, "num_replicas", row[col["num_replicas"]], int, 1))
-                batches.append(_number(src, line, "batch_size", row[col["batch_size"]], int, 1))
-    except OSError as exc:
-        raise PolluxInputError(f"{src}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise PolluxInputError(f"{src}: not a text file ({exc.reason})") from None
-    if not names:
-        raise PolluxInputError(f"{src}: no jobs")
-    return PolluxTrace(np.array(names, dtype=object), np.array(times), np.array(apps, dtype=object),
-                       np.array(replicas, dtype=np.int64), np.array(batches, dtype=np.int64), src)
-
-
-def _number(src: str, line: int, column: str, text: str, kind, least):
-    try:
-        value = kind(text.strip())
-    except ValueError:
-        raise PolluxInputError(f"{src}:{line}: column {column!r}: not a{'n integer' if kind is int else ' number'}: "
-                               f"{text!r}") from None
-    if not (value >= least and np.isfinite(value)):
-        raise PolluxInputError(f"{src}:{line}: column {column!r}: must be >= {least}, got {text.strip()}")
-    return value
+    table = read_csv_rows(path, "Pollux workload", PolluxInputError)
+    table.require(POLLUX_COLUMNS, "Pollux workload")
+    if not table.rows:
+        raise PolluxInputError(f"{table.source}:{table.header_line}: no jobs after the header")
+    return PolluxTrace(table.names("name"), table.numbers("time", minimum=0), table.names("application"),
+                       table.numbers("num_replicas", minimum=1, integer=True),
+                       table.numbers("batch_size", minimum=1, integer=True), table.source)
 
 
 def pollux_trace_text(trace: PolluxTrace) -> str:

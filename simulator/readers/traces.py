@@ -10,7 +10,8 @@ has ``job_type command num_steps_arg needs_data_dir total_steps arrival_time
 scale_factor`` (no working dir, priority 1, no SLO). Shockwave's twelve-column variant
 adds ``mode`` (static / accordion / gns: how the job adapts its batch size) after
 ``scale_factor`` and ``duration`` (the job's isolated run time in seconds, as generated)
-before ``arrival_time``. Errors name the file, the line and the column.
+before ``arrival_time``. Errors name the file, the line and the column; numbers are read by
+:mod:`.fields` (finite, below 2**63, integers exact).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.files import write_atomically
+from simulator.readers.fields import parse_number, read_text, shown
 
 COLUMNS = ("job_type", "command", "working_dir", "num_steps_arg", "needs_data_dir", "total_steps",
            "scale_factor", "priority_weight", "SLO", "arrival_time")
@@ -73,27 +75,14 @@ class Trace:
 
 
 def _number(text: str, where: str, *, integer: bool = False, minimum: float = 0.0, strict: bool = False):
-    try:
-        value = float(text)
-    except ValueError:
-        raise TraceError(f"{where}: expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-        bound = ">" if strict else ">="
-        raise TraceError(f"{where}: must be finite and {bound} {minimum:g}, got {text!r}")
-    if integer and value != int(value):
-        raise TraceError(f"{where}: expected an integer, got {text!r}")
-    return int(value) if integer else value
+    return parse_number(text, lambda problem: TraceError(f"{where}: {problem}"), integer=integer, minimum=minimum,
+                        strict=strict)
 
 
 def read_trace(path: str | os.PathLike) -> Trace:
     """Read a 10-column Gavel trace (or its legacy 7-column or Shockwave's 12-column variant)."""
     src = os.fspath(path)
-    try:
-        lines = Path(src).read_text().splitlines()
-    except OSError as exc:
-        raise TraceError(f"{src}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{src}: not a text file ({exc.reason})") from None
+    lines = read_text(src, TraceError, "\t").split("\n")
     records = [(n, line.split("\t")) for n, line in enumerate(lines, start=1) if line.strip()]
     if not records:
         raise TraceError(f"{src}: no jobs")
@@ -116,7 +105,7 @@ def read_trace(path: str | os.PathLike) -> Trace:
         fields["num_steps_arg"].append(row["num_steps_arg"])
         needs = _number(row["needs_data_dir"], where("needs_data_dir"), integer=True)
         if needs not in (0, 1):
-            raise TraceError(f"{where('needs_data_dir')}: expected 0 or 1, got {row['needs_data_dir']!r}")
+            raise TraceError(f"{where('needs_data_dir')}: expected 0 or 1, got {shown(row['needs_data_dir'])}")
         fields["needs_data_dir"].append(needs)
         fields["total_steps"].append(_number(row["total_steps"], where("total_steps"), integer=True, strict=True))
         fields["scale_factor"].append(_number(row["scale_factor"], where("scale_factor"), integer=True, strict=True))
@@ -128,7 +117,7 @@ def read_trace(path: str | os.PathLike) -> Trace:
         fields["arrival_time"].append(_number(row["arrival_time"], where("arrival_time")))
         mode = row.get("mode", "static")
         if mode not in MODES:
-            raise TraceError(f"{where('mode')}: expected one of {', '.join(MODES)}, got {mode!r}")
+            raise TraceError(f"{where('mode')}: expected one of {', '.join(MODES)}, got {shown(mode)}")
         fields["mode"].append(mode)
         fields["duration"].append(
             _number(row["duration"], where("duration"), strict=True) if "duration" in row else math.nan)
@@ -146,12 +135,9 @@ def read_trace(path: str | os.PathLike) -> Trace:
 
 def _slo(text: str, where: str) -> float:
     """-1 (or any negative) = no SLO; otherwise a positive number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise TraceError(f"{where}: expected a number (-1 for none), got {text!r}") from None
-    if not math.isfinite(value) or value == 0:
-        raise TraceError(f"{where}: must be > 0, or -1 for none, got {text!r}")
+    value = parse_number(text, lambda problem: TraceError(f"{where}: {problem} (-1 for none)"))
+    if value == 0:
+        raise TraceError(f"{where}: must be > 0, or -1 for none, got {shown(text)}")
     return value
 
 
