@@ -501,6 +501,7 @@ def profile(
     warmup: int = typer.Option(3, help="Untimed steps before each measurement."),
     seed: int = typer.Option(0, help="Seed of the models and their synthetic data."),
     out: Path = typer.Option(..., help="Write the throughput table to FILE (Gavel's JSON format)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace FILE where it exists."),
 ) -> None:
     """Measure steps/s of the reference PyTorch workloads per (job type, scale) on this machine and
     write a throughput table that `simulate --throughputs` and `solve --throughputs` read."""
@@ -525,6 +526,8 @@ def profile(
         raise ValueError("--steps must be >= 1, --warmup >= 0 and --seconds > 0")
     if out.is_dir():
         raise ValueError(f"--out {str(out)!r}: is a directory; give a file name")
+    if out.exists() and not overwrite:
+        raise ValueError(f"--out {str(out)!r}: exists; give --overwrite to replace it, or another file name")
     folder = next(p for p in out.absolute().parents if p.exists())
     if not folder.is_dir() or not os.access(folder, os.W_OK):
         raise ValueError(f"--out {str(out)!r}: cannot write into {str(folder)!r}")

@@ -152,6 +152,15 @@ def test_profile_command_writes_a_table_and_refuses_missing_devices(tmp_path):
     assert set(read_gavel_json(out).keys) == {("Transformer-1x32 (batch size 2)", 1),
                                               ("Transformer-1x32 (batch size 4)", 1)}
     assert set(json.loads(out.read_text())) == {"cpu"}
+    written = out.read_bytes()
+    again = runner.invoke(app, ["profile", "--workloads", "resnet", "--device", "cpu", "--out", str(out)])
+    assert again.exit_code == 2 and again.output.strip() == (f"schedopt: error: --out {str(out)!r}: exists; give "
+                                                             f"--overwrite to replace it, or another file name")
+    assert out.read_bytes() == written
+    again = runner.invoke(app, ["profile", "--workloads", "transformer", "--batch-sizes", "2", "--model-size", "tiny",
+                                "--steps", "1", "--warmup", "0", "--device", "cpu", "--out", str(out), "--overwrite"])
+    assert again.exit_code == 0, again.output
+    assert set(read_gavel_json(out).keys) == {("Transformer-1x32 (batch size 2)", 1)}
     many = local_cpu_cores() + 1
     bad = runner.invoke(app, ["profile", "--gpus", f"1,{many}", "--device", "cpu", "--out", str(tmp_path / "x.json")])
     assert bad.exit_code == 2
