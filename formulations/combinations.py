@@ -175,13 +175,14 @@ def singles_program(problem: AllocationProblem, name: str, *, level: np.ndarray 
     m, n = problem.throughputs.shape
     cells = m * n
     epigraph = level is not None
-    entries = np.empty((m, n, 3))  # per cell: its capacity, time-budget and fairness entries
+    width = 2 + epigraph  # per cell: its capacity, time-budget (and fairness) entries
+    entries = np.empty((m, n, width))
     entries[:, :, 0] = (problem.scale_factors * multiplicity(problem))[:, None]
     entries[:, :, 1] = 1.0
-    rows = np.empty((m, n, 3), dtype=np.int32)
+    rows = np.empty((m, n, width), dtype=np.int32)
     rows[:, :, 0] = np.arange(n, dtype=np.int32)
     rows[:, :, 1] = np.arange(n, n + m, dtype=np.int32)[:, None]
-    entries, rows = entries.reshape(cells, 3), rows.reshape(cells, 3)
+    entries, rows = entries.reshape(cells, width), rows.reshape(cells, width)
     per_cell = np.full(cells, 2, dtype=np.int32)
     if epigraph:
         entries[:, 2] = level.reshape(-1) if finish else -level.reshape(-1)
@@ -193,7 +194,7 @@ def singles_program(problem: AllocationProblem, name: str, *, level: np.ndarray 
         indices = np.concatenate([rows[keep], n + m + np.arange(m, dtype=np.int32)])
         per_cell = np.append(per_cell, m)
     else:
-        data, indices = entries[:, :2].reshape(-1), rows[:, :2].reshape(-1)
+        data, indices = entries.reshape(-1), rows.reshape(-1)
     columns = cells + epigraph
     indptr = np.zeros(columns + 1, dtype=np.int32)
     per_cell.cumsum(out=indptr[1:])

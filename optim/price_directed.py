@@ -44,6 +44,7 @@ import numpy as np
 
 from .assignment_lp import AssignmentLP
 from .reduced_lp import NotSolved, solve_reduced
+from .rowwise import argmax_rows, argmin_rows, fortran, take_rows
 from .sparse import distinct_rows
 
 #: at most this many blocks are solved directly; larger problems estimate their prices on a sample
@@ -92,10 +93,18 @@ class _Part:
     z_lo: float
     #: :func:`_level_choice`'s answer, once asked (the top level asks twice where a capacity binds)
     level_choice: tuple | None = None
+    #: :meth:`scale`'s answer, once asked
+    _scale: np.ndarray | None = None
 
     def take(self, rows: np.ndarray, share: float) -> _Part:
-        return _Part(None if self.c is None else self.c[rows], None if self.a is None else self.a[rows],
-                     self.g[rows], self.e[rows], self.h[rows], self.n * share, self.run[rows], self.z_lo)
+        return _Part(take_rows(self.c, rows), take_rows(self.a, rows), take_rows(self.g, rows),
+                     take_rows(self.e, rows), self.h[rows], self.n * share, take_rows(self.run, rows), self.z_lo)
+
+    def scale(self) -> np.ndarray:
+        """The sum form's score scale of each block, ``max_k |c_bk / e_bk|`` over its runnable cells."""
+        if self._scale is None:
+            self._scale = np.abs(np.where(self.run, self.c / self.e, 0.0)).max(axis=1)
+        return self._scale
 
 
 @dataclass
@@ -119,7 +128,8 @@ class AssignmentSolution:
 def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
     """``lp`` solved to optimality with a certificate (module docstring); :class:`NotSolved` where
     the reduced LP has no optimum (infeasible, unbounded) or the rounds run out."""
-    part = _Part(lp.c, lp.a, lp.g, lp.e, lp.h, lp.n, lp.run & _useful(lp), lp.z_lo)
+    part = _Part(fortran(lp.c), fortran(lp.a), fortran(lp.g), fortran(lp.e), lp.h, lp.n, fortran(lp.run & _useful(lp)),
+                 lp.z_lo)
     tally = {"programs": 0}
     easy = _unpriced(part) if part.a is not None else None
     if easy is not None:
@@ -151,16 +161,20 @@ def _classes(part: _Part) -> tuple[_Part, np.ndarray, np.ndarray] | None:
     class's budget and level duals evenly over its members keeps the full dual feasible."""
     m = part.g.shape[0]
     cells = part.c if part.c is not None else part.a
-    data = np.concatenate([cells, part.g, part.e, part.h[:, None], part.run], axis=1)
-    probe = data[np.random.default_rng(2).choice(m, min(m, MERGE_PROBE), replace=False)]
+
+    def rows(pick):
+        return np.concatenate([cells[pick], part.g[pick], part.e[pick], part.h[pick, None], part.run[pick]], axis=1)
+
+    probe = rows(np.random.default_rng(2).choice(m, min(m, MERGE_PROBE), replace=False))
     if distinct_rows(probe)[0].size == probe.shape[0]:
         return None
-    first, labels, sizes = distinct_rows(data)
+    first, labels, sizes = distinct_rows(rows(slice(None)))
     if MERGE_GAIN * first.size > m:
         return None
     weight = sizes[:, None].astype(float)
-    merged = _Part(None if part.c is None else part.c[first] * weight, None if part.a is None else part.a[first],
-                   part.g[first] * weight, part.e[first], part.h[first], part.n, part.run[first], part.z_lo)
+    merged = _Part(fortran(None if part.c is None else part.c[first] * weight),
+                   fortran(None if part.a is None else part.a[first]), fortran(part.g[first] * weight),
+                   fortran(part.e[first]), part.h[first], part.n, fortran(part.run[first]), part.z_lo)
     return merged, labels, sizes
 
 
@@ -182,7 +196,7 @@ def _unpriced(part: _Part):
     mu[worst] = np.where(part.run[worst], part.a[worst] / part.e[worst], 0.0).max()
     if Z < part.z_lo or not fits:
         return None
-    x = np.zeros((m, K))
+    x = np.zeros((m, K), order="F")
     if Z > 0:
         rows = np.arange(m)
         x[rows, best] = Z / part.a[rows, best]
@@ -207,7 +221,7 @@ def _choose_level(part: _Part) -> tuple[float, int, np.ndarray, bool]:
     worst = int(top.argmin())
     Z = float(top[worst])
     allowed = part.run & (reach >= Z)
-    best = np.where(allowed, part.n / per_level, -1.0).argmax(axis=1)
+    best = argmax_rows(np.where(allowed, part.n / per_level, -1.0))
     if Z <= 0:
         return Z, worst, best, True
     best, load = balance(per_level, allowed, part.n, best, Z)
@@ -295,15 +309,16 @@ def _clearing(part: _Part, y: np.ndarray, sweeps: int) -> np.ndarray:
         ratio = np.where(part.run, part.c / part.e, -np.inf)
         per_price = np.where(part.run, part.g / part.e, 0.0)
         need = np.where(part.run, part.g * part.h[:, None] / part.e, 0.0)
+    score = ratio - y * per_price  # column k refreshed after each change of y_k
     for _ in range(sweeps):
         for k in range(K):
-            score = ratio - y * per_price
             score[:, k] = -np.inf
             other = np.maximum(score.max(axis=1, initial=-np.inf), 0.0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 theta = np.where(part.run[:, k] & (per_price[:, k] > 0), (ratio[:, k] - other) / per_price[:, k],
                                  -np.inf)
             y[k] = _threshold(theta, need[:, k], n[k], y[k])
+            score[:, k] = ratio[:, k] - y[k] * per_price[:, k]
     return y
 
 
@@ -336,22 +351,21 @@ def _choices(part: _Part, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             per_level = np.where(part.run, part.g / part.a, np.inf)
         tie = 1e-12 * max(float(y.max()), 1.0) / np.maximum(part.n, 1e-300)
         cost = per_level * (y + tie)
-        k1 = cost.argmin(axis=1)
+        k1 = argmin_rows(cost)
         c1 = cost[rows, k1]
         cost[rows, k1] = np.inf
         c2 = cost.min(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             margin = np.where(np.isfinite(c2), (c2 - c1) / c2, np.inf)
         return k1, np.nan_to_num(margin, nan=0.0)
-    score = np.full((m, K + 1), -np.inf)
+    score = np.empty((m, K + 1), order="F")
     score[:, :K] = np.where(part.run, (part.c - y * part.g) / part.e, -np.inf)
     score[:, K] = 0.0
-    k1 = score.argmax(axis=1)
+    k1 = argmax_rows(score)
     s1 = score[rows, k1]
     score[rows, k1] = -np.inf
     s2 = score.max(axis=1)
-    scale = np.maximum(np.abs(np.where(part.run, part.c / part.e, 0.0)).max(axis=1), 1e-300)
-    return k1, (s1 - s2) / scale
+    return k1, (s1 - s2) / np.maximum(part.scale(), 1e-300)
 
 
 def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict, margin_limit: float = MARGIN):
@@ -385,7 +399,7 @@ def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict, margin_limit
             residual = np.maximum(part.n - use, 0.0)
             if RECURSE * BASE < free.sum() <= RECURSE_SHARE * m:  # a sum-form program: solved the same way
                 sub = part.take(np.flatnonzero(free), 1.0)
-                sub.n, sub.run = residual, sub.run & cand[free]
+                sub.n, sub.run = residual, sub.run & fortran(cand[free])
                 x_f, z, y_new, mu_f, lam_f, *_ = _solve(sub, np.random.default_rng(rounds), tally,
                                                          margin_limit * NESTED_MARGIN)
             else:
@@ -414,18 +428,16 @@ def _near(part: _Part, y: np.ndarray, margin: float = MARGIN) -> np.ndarray:
     block's best choice (idle included)."""
     score = np.where(part.run, (part.c - y * part.g) / part.e, -np.inf)
     best = np.maximum(score.max(axis=1), 0.0)
-    scale = np.maximum(np.abs(np.where(part.run, part.c / part.e, 0.0)).max(axis=1), 1e-300)
-    return part.run & (score >= (best - margin * scale)[:, None])
+    return part.run & (score >= (best - margin * np.maximum(part.scale(), 1e-300))[:, None])
 
 
 def _priced_out(part: _Part, y: np.ndarray, free: np.ndarray, mu_f: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """(m, K): the free blocks' cells left out of the reduced LP whose reduced cost under its
     prices ``y`` and budget duals ``mu_f`` is positive (beyond :data:`CHECK_TOL`)."""
     F = np.flatnonzero(free)
-    out = np.zeros(part.g.shape, dtype=bool)
+    out = np.zeros(part.g.shape, dtype=bool, order="F")
     score = np.where(part.run[F] & ~cand[F], (part.c[F] - y * part.g[F]) / part.e[F], -np.inf)
-    scale = np.abs(np.where(part.run[F], part.c[F] / part.e[F], 0.0)).max(axis=1)
-    out[F] = score > (mu_f + CHECK_TOL * scale)[:, None]
+    out[F] = score > (mu_f + CHECK_TOL * part.scale()[F])[:, None]
     return out
 
 
@@ -463,8 +475,7 @@ def _violates(part: _Part, y: np.ndarray, k1: np.ndarray, level: bool) -> np.nda
     score = np.where(part.run, (part.c - y * part.g) / part.e, -np.inf)
     best = np.maximum(score.max(axis=1), 0.0)
     chosen = np.where(k1 < K, score[rows, np.minimum(k1, K - 1)], 0.0)
-    scale = np.abs(np.where(part.run, part.c / part.e, 0.0)).max(axis=1)
-    return chosen < best - CHECK_TOL * scale
+    return chosen < best - CHECK_TOL * part.scale()
 
 
 def _assemble(part: _Part, free: np.ndarray, k1: np.ndarray, x_f, z, y, mu_f, lam_f):
@@ -473,7 +484,7 @@ def _assemble(part: _Part, free: np.ndarray, k1: np.ndarray, x_f, z, y, mu_f, la
     m, K = part.g.shape
     fixed = np.flatnonzero(~free)
     k = k1[fixed]
-    x = np.zeros((m, K))
+    x = np.zeros((m, K), order="F")
     mu = np.zeros(m)
     F = np.flatnonzero(free)
     x[F], mu[F] = x_f, mu_f
