@@ -160,7 +160,7 @@ def read_jobs_csv(path: str | os.PathLike, table: ThroughputTable) -> JobSet:
         try:
             keys[i] = table.index_of(model, scale)
         except ValueError:
-            raise rows.error(i, "job_type", f"{shown(model)} at scale {texts('scale_factor', '1')[i]} is not in "
+            raise rows.error(i, "job_type", f"{shown(model)} at scale_factor {texts('scale_factor', '1')[i]} is not in "
                                             f"{table.source}") from None
     if (repeat := _first_repeat(ids)) is not None:
         raise rows.error(repeat, "job_id", f"{texts('job_id')[repeat]} repeats an earlier job's id")

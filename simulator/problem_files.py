@@ -8,6 +8,7 @@ allocation) is the writer's."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -15,10 +16,12 @@ import numpy as np
 
 from formulations import AllocationProblem, JobPairs, ProblemError
 from formulations.problem import OPTIONAL_ARRAYS
-from simulator.readers.fields import LIMIT, load_json, shown
+from simulator.readers.fields import LIMIT, Written, load_json, shown
 
 #: the required fields, in the order they are written
 FIELDS = ("worker_types", "capacities", "job_ids", "job_types", "scale_factors", "weights", "throughputs")
+#: the fields of integers
+INTEGERS = ("job_ids", "scale_factors")
 
 
 class ProblemFileError(ValueError):
@@ -39,7 +42,7 @@ def problem_from_dict(doc: dict, source: str = "problem") -> AllocationProblem:
     is a :class:`ProblemFileError` naming ``source`` and the field."""
     if not isinstance(doc, dict):
         raise ProblemFileError(f"{source}: expected a JSON object with the fields {', '.join(FIELDS)}")
-    missing = [name for name in FIELDS if name not in doc]
+    missing = [name for name in FIELDS if doc.get(name) is None]
     if missing:
         raise ProblemFileError(f"{source}: missing field(s) {', '.join(missing)}")
     fields = {}
@@ -52,7 +55,8 @@ def problem_from_dict(doc: dict, source: str = "problem") -> AllocationProblem:
                 raise ProblemFileError(f"{source}: field {name}: expected a list of strings")
             fields[name] = tuple(value)
             continue
-        fields[name] = _numbers(value, f"{source}: field {name}", integer=name == "job_ids")
+        fields[name] = _numbers(value, f"{source}: field {name}", integer=name in INTEGERS,
+                                infinite=name == "slo_remaining")
     pairs = doc.get("pairs")
     if pairs is not None:
         where = f"{source}: field pairs"
@@ -71,21 +75,30 @@ def problem_from_dict(doc: dict, source: str = "problem") -> AllocationProblem:
         raise ProblemFileError(f"{source}: {exc}") from None
 
 
-def _numbers(value, where: str, integer: bool = False) -> np.ndarray:
-    """A (nested) list of numbers as an array: finite or infinite, below 2**63 in magnitude; int64
-    integers where ``integer``."""
+def _numbers(value, where: str, integer: bool = False, infinite: bool = False) -> np.ndarray:
+    """A (nested) list of numbers as an array: finite (``Infinity`` too where ``infinite``), below 2**63
+    in magnitude, int64 integers where ``integer``; the first that is not is quoted as written."""
     try:
         array = np.array(value, dtype=float)
     except (TypeError, ValueError, OverflowError):
         raise ProblemFileError(f"{where}: expected numbers, got {shown(str(value))}") from None
     finite = np.isfinite(array)
-    if (np.abs(array[finite]) >= LIMIT).any():
-        raise ProblemFileError(f"{where}: a number out of range (beyond 64 bits)")
-    if not integer:
-        return array
-    if not finite.all() or (array != np.floor(array)).any():
-        raise ProblemFileError(f"{where}: expected integers, got {shown(str(value))}")
-    return array.astype(np.int64)
+    bad = np.isnan(array) | (~finite if not infinite else False) | (np.abs(np.where(finite, array, 0)) >= LIMIT)
+    if integer:
+        bad |= ~finite | (array != np.floor(array))
+    if bad.any():
+        k = int(np.argmax(bad.reshape(-1)))
+        item = _flat(value)[k]
+        text = "null" if item is None else item.text if isinstance(item, Written) else json.dumps(item)
+        problem = ("expected an integer" if integer and np.isfinite(array.flat[k]) and abs(array.flat[k]) < LIMIT
+                   else "out of range (beyond 64 bits)" if np.isfinite(array.flat[k]) else "must be finite")
+        raise ProblemFileError(f"{where}: item {k + 1}: {problem}, got {shown(text)}")
+    return array.astype(np.int64) if integer else array
+
+
+def _flat(value) -> list:
+    """The items of a nested list, in order (as numpy flattens its array)."""
+    return [x for item in value for x in _flat(item)] if isinstance(value, list) else [value]
 
 
 def read_problem_json(path: str | os.PathLike) -> tuple[AllocationProblem, dict]:

@@ -218,11 +218,12 @@ def read_jobs(path: str | os.PathLike, *, chronus_minutes: bool = True) -> Jobs:
     src = os.fspath(path)
     try:
         with open(src, "rb") as handle:  # only the first line is decoded here: the readers locate bad bytes
-            first = next((line for line in handle if line.strip()), b"").decode("utf-8")
+            number, raw = next(((n, line) for n, line in enumerate(handle, start=1) if line.strip()), (1, b""))
+        first = raw.decode("utf-8-sig")
     except OSError as exc:
         raise TraceError(f"{src}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
-        raise TraceError(f"{src}: not a text file ({exc.reason})") from None
+        raise TraceError(f"{src}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
     if "\t" in first or Path(src).suffix == ".trace":
         return Jobs.from_gavel(read_trace(src))
     header = {name.strip() for name in first.split(",")}

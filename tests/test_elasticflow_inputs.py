@@ -111,7 +111,7 @@ def test_published_traces_match_their_tables(shared_data):
         ("0,0,10,m,100,32,1,nan,0\n", 2, "column duration: must be finite, got 'nan'"),
         ("0,0,10,m,100,32,1,5,2\n", 2, "column best_effort: expected 0 or 1, got '2'"),
         ("0,0,10,m,100,32,1,5,0\n1,50,10,m,40,32,1,5,0\n", 3,
-         "column ddl: deadline 40 is before the submission time 50"),
+         "column ddl: deadline 40 is before submit_time 50"),
         ("0,0,10,m,inf,32,1,5,0\n", 2, "column ddl: must be finite unless best_effort is 1"),
         ("0,0,10,m,100,32,1,5,0\n1,0,10,m,100,32,1,5\n", 3, "column best_effort: missing (the row has 8"),
         ("0,0,10,m,100,32,1,5,0,9\n", 2, "column 10: extra value '9'"),
@@ -127,7 +127,7 @@ def test_malformed_elasticflow_rows(tmp_path, body, line, fragment):
 
 def test_malformed_itp_deadline_names_its_column(tmp_path):
     path = write(tmp_path, "itp.csv", ITP_HEADER + "a,100,10,bert,99,64,1,5\n")
-    raises(read_deadline_trace, path, ":2: column deadline: deadline 99 is before the submission time 100")
+    raises(read_deadline_trace, path, ":2: column deadline: deadline 99 is before submission_time 100")
 
 
 @pytest.mark.parametrize(

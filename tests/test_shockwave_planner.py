@@ -300,7 +300,7 @@ def test_cli_reports_a_bad_shockwave_config_in_one_line(shared_data, tmp_path):
                      shared_data / "shockwave" / "tacc_throughputs.json", "--cluster", "v100=4",
                      "--policy", "shockwave", "--config", bad)
     assert result.exit_code == 2
-    assert f"{bad}: key 'lambda': expected a number, got 'twelve'" in result.output
+    assert f"{bad}: key 'lambda': expected a number, got \"twelve\"" in result.output
     assert "Traceback" not in result.output
     other = run_cli("--example", "--policy", "max_min_fairness", "--config", bad)
     assert other.exit_code == 2 and "--config is for --policy shockwave" in other.output

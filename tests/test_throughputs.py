@@ -129,7 +129,7 @@ def test_jobs_csv(tmp_path):
     "content, message",
     [
         ("model\nLM (batch size 20)\n", r"jobs\.csv:1: header must name a 'job_type'"),
-        ("job_type\nGPT-9\n", r"jobs\.csv:2: column job_type: 'GPT-9' at scale 1 is not in"),
+        ("job_type\nGPT-9\n", r"jobs\.csv:2: column job_type: 'GPT-9' at scale_factor 1 is not in"),
         ("job_type,scale_factor\nLM (batch size 20),two\n", r"jobs\.csv:2: column scale_factor: expected a number"),
         ("job_type,scale_factor\nLM (batch size 20),1" + "0" * 30 + "\n",
          r"jobs\.csv:2: column scale_factor: out of range \(beyond 64 bits\), got '10{30}'"),
@@ -137,7 +137,7 @@ def test_jobs_csv(tmp_path):
          r"jobs\.csv:3: column priority_weight: must be > 0, got '-1'"),
         ("job_type,total_steps\nLM (batch size 20),1\nLM (batch size 20),\n",
          r"jobs\.csv:3: column total_steps: missing"),
-        ("job_type,scale_factor\nLM (batch size 20),8\n", "at scale 8 is not in"),
+        ("job_type,scale_factor\nLM (batch size 20),8\n", "at scale_factor 8 is not in"),
         ("job_type\n", "no jobs"),
         ("job_id,job_type\n1,LM (batch size 20)\n1,LM (batch size 20)\n", r"jobs\.csv:3: column job_id: 1 repeats"),
     ],

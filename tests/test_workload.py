@@ -89,7 +89,7 @@ def test_pollux_workloads_read_into_the_job_model_and_round_trip(shared_data, tm
     ("a-0,-4,cifar10,1,128", r"w.csv:3: column time: must be >= 0, got '-4'"),
     ("a-0,12,cifar10,1", r"w.csv:3: column batch_size: missing \(the row has 4 of the header's 5 columns\)"),
     ("a-0,12,cifar10,1,99999999999999999999999", r"w.csv:3: column batch_size: out of range \(beyond 64 bits\)"),
-    ("a-0,12,resnet,1,128", r"w.csv: unknown application\(s\) resnet"),
+    ("a-0,12,resnet,1,128", r"w.csv:3: column application: unknown application 'resnet' \(known: bert, "),
 ])
 def test_a_malformed_pollux_workload_names_file_line_and_column(tmp_path, line, message):
     (tmp_path / "w.csv").write_text(f"name,time,application,num_replicas,batch_size\nb-1,0,ncf,1,256\n{line}\n")

@@ -126,9 +126,9 @@ def read_shockwave_config(path: str | os.PathLike) -> ShockwaveConfig:
             raise ShockwaveConfigError(f"{src}: key {key!r}: expected a number, got {_shown(value)}")
         else:
             numbers = [value]
-        if any(abs(v) >= 2.0**63 and (math.isfinite(v) or _text(v).lstrip("-").isdigit()) for v in numbers):
-            raise ShockwaveConfigError(f"{src}: key {key!r}: out of range (beyond 64 bits), got {_shown(value)}")
         fields[_KEYS[key]] = value
+        if any(abs(v) >= 2.0**63 and (math.isfinite(v) or _text(v).lstrip("-").isdigit()) for v in numbers):
+            raise ShockwaveConfigError(f"{src}: key {key!r}: out of range (beyond 64 bits), got {_shown(raw[key])}")
     bad = invalid_fields(fields)
     if bad:
         keys = {field: key for key, field in _KEYS.items()}

@@ -114,8 +114,7 @@ def read_deadline_trace(path: str | os.PathLike) -> DeadlineTrace:
         text = table.rows[i][table.header.index(ddl_col)].strip()
         raise table.error(i, ddl_col, f"must be finite unless best_effort is 1, got {text!r}"
                           if not math.isfinite(deadline[i]) else
-                          f"deadline {text} is before the submission time "
-                          f"{table.rows[i][table.header.index(submit_col)].strip()}")
+                          f"deadline {text} is before {submit_col} {table.column(submit_col)[i]}")
     deadline[best_effort] = np.inf
     return DeadlineTrace(
         job_ids=table.names(job_id), submit=submit,
@@ -224,15 +223,17 @@ def read_chronus_trace(path: str | os.PathLike, *, minutes: bool = True) -> Chro
     value_items = [text.split("-") for text in table.column("expect_value_list")]
     for i, (times, values) in enumerate(zip(time_items, value_items)):
         if len(times) != len(values):
-            raise table.error(i, "expect_value_list", f"{len(values)} values for {len(times)} expect_time_list "
-                                                      f"entries ({'-'.join(times)!r})")
+            raise table.error(i, "expect_value_list", f"{len(values)} values ({shown('-'.join(values))}) for "
+                                                      f"{len(times)} expect_time_list entries "
+                                                      f"({shown('-'.join(times))})")
     counts = np.array([len(times) for times in time_items], dtype=np.int64)
     owner = np.repeat(np.arange(len(counts)), counts)
     starts = np.cumsum(counts) - counts
 
     def options(name: str, items: list[list[str]]) -> np.ndarray:
+        cells = table.column(name)
         return parse_numbers([item for row in items for item in row], lambda k, problem: table.error(
-            owner[k], name, f"item {k - starts[owner[k]] + 1}: {problem}"), minimum=0)
+            owner[k], name, f"item {k - starts[owner[k]] + 1} of {shown(cells[owner[k]])}: {problem}"), minimum=0)
 
     offsets, values = options("expect_time_list", time_items), options("expect_value_list", value_items)
     keep = ~best_effort[owner]

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.applications import MAX_EPOCHS
 from simulator.readers.csv_rows import read_csv_rows
+from simulator.readers.fields import shown
 
 #: the header of a Pollux workload
 POLLUX_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
@@ -53,7 +55,13 @@ def read_pollux_trace(path: str | os.PathLike) -> PolluxTrace:
     table.require(POLLUX_COLUMNS, "Pollux workload")
     if not table.rows:
         raise PolluxInputError(f"{table.source}:{table.header_line}: no jobs after the header")
-    return PolluxTrace(table.names("name"), table.numbers("time", minimum=0), table.names("application"),
+    applications = table.names("application")
+    unknown = ~np.isin(applications, np.array(list(MAX_EPOCHS), dtype=object))
+    if unknown.any():
+        i = int(np.argmax(unknown))
+        raise table.error(i, "application", f"unknown application {shown(applications[i])} (known: "
+                                            f"{', '.join(MAX_EPOCHS)})")
+    return PolluxTrace(table.names("name"), table.numbers("time", minimum=0), applications,
                        table.numbers("num_replicas", minimum=1, integer=True),
                        table.numbers("batch_size", minimum=1, integer=True), table.source)
 
