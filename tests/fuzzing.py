@@ -245,6 +245,8 @@ def check(fmt: Format, path: Path, case: Case) -> str | None:
     body = _ESCAPE.sub("", message.replace(str(path), ""))
     for number in _LONG_NUMBER.findall(body):
         assert number in text, f"{number} is not in the file: {message}"
+    if case.line is not None:
+        assert re.search(re.escape(str(path)) + r":\d+: ", message), f"no line named: {message}"
     if case.line is not None and f"{path}:{case.line}:" in message and case.column is not None:
         assert case.column in message, f"column {case.column!r} not named: {message}"
         value = case.value.strip()
