@@ -159,23 +159,18 @@ def expand_pointers(indptr: np.ndarray) -> np.ndarray:
 
 
 def transpose_times(A: CscArrays, y: np.ndarray) -> np.ndarray:
-    """``A.T @ y`` for a CSC matrix without building the transpose. The leading columns that
-    hold as many entries as the first (every cell of an assignment program) are summed as
-    strided slices, the rest by ``bincount``."""
+    """``A.T @ y`` for a CSC matrix without building the transpose: the entries' products summed
+    column by column (``np.add.reduceat`` over the nonempty columns' starts; expanding the column
+    pointers for ``bincount`` took 1.2 s of 1.6 at 10,000,000 columns)."""
     prod = A.data * y[A.indices]
     indptr = np.asarray(A.indptr)
-    cols = A.shape[1]
-    per = int(indptr[1] - indptr[0]) if cols else 0
-    if per == 0 or per > 4:
-        return np.bincount(A.columns(), weights=prod, minlength=cols)
-    uneven = np.flatnonzero(indptr[1:] - indptr[:-1] != per)
-    lead = int(uneven[0]) if uneven.size else cols
-    out = np.empty(cols)
-    out[:lead] = prod[0:lead * per:per]
-    for j in range(1, per):
-        out[:lead] += prod[j:lead * per:per]
-    tail = slice(lead * per, None)
-    out[lead:] = np.bincount(expand_pointers(indptr[lead:] - indptr[lead]), weights=prod[tail], minlength=cols - lead)
+    if prod.size == 0:
+        return np.zeros(A.shape[1])
+    nonempty = indptr[1:] > indptr[:-1]
+    if nonempty.all():
+        return np.add.reduceat(prod, indptr[:-1])
+    out = np.zeros(A.shape[1])
+    out[nonempty] = np.add.reduceat(prod, indptr[:-1][nonempty])
     return out
 
 
