@@ -92,14 +92,14 @@ def test_bad_input_is_one_line_and_exit_2(args, fragments):
 def test_bad_files_are_named(tmp_path):
     jobs = tmp_path / "jobs.csv"
     jobs.write_text("job_type\nResNet-50 (batch size 64)\nGPT-9\n")
-    _one_line_error(run("solve", "--problem", str(jobs)), f"{jobs}:3: job_type: 'GPT-9'")
+    _one_line_error(run("solve", "--problem", str(jobs)), f"{jobs}:3: column job_type: 'GPT-9'")
     table = tmp_path / "t.json"
     table.write_text(json.dumps({"v100": {"('A', 1)": {"null": float("nan")}}}))
     _one_line_error(run("solve", "--throughputs", str(table), "--jobs", "2", "--cluster", "v100=2"),
                     str(table), "finite")
     table.write_text(json.dumps({"v100": {"('A', 1)": {"null": -1.0}}}))
     _one_line_error(run("solve", "--throughputs", str(table), "--jobs", "2", "--cluster", "v100=2"),
-                    "must be finite and >= 0")
+                    "null: must be >= 0, got '-1.0'")
 
 
 def test_gurobi_license_limit_is_one_line():

@@ -18,6 +18,11 @@ In this package (nothing is imported here: ``from simulator.readers.traces impor
 - :mod:`.csv_rows`: the CSV layer every CSV reader here shares (:func:`~.csv_rows.read_csv_rows`, a
   :class:`~.csv_rows.CsvRows` raising the reader's own input-error class, one line naming file,
   line and column, also for bytes that are not UTF-8).
+- :mod:`.fields`: the one conversion of fields every reader (here and outside) shares, before numpy:
+  numbers (:func:`~.fields.parse_numbers` for a column, :func:`~.fields.parse_number`,
+  :func:`~.fields.json_number`: decimal ASCII, finite, below 2**63, integers exact), text
+  (:func:`~.fields.read_text`) and JSON (:func:`~.fields.load_json`); a message quotes the value as
+  written (:func:`~.fields.shown`).
 - :mod:`.node_cluster`: ElasticFlow's cluster spec CSV (one row: switches, nodes per switch, GPUs,
   CPUs and memory per node). :func:`~.node_cluster.read_cluster_spec` yields a
   :class:`~.node_cluster.NodeCluster`.
