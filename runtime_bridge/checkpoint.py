@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import torch
+
+from simulator.files import atomic_file
 
 
 class CheckpointError(ValueError):
@@ -14,18 +15,10 @@ class CheckpointError(ValueError):
 
 
 def save_checkpoint(state: dict, path: str | os.PathLike) -> None:
-    """Write ``state`` to ``path`` via a temporary file in the same folder, so a crash
-    mid-write leaves the previous checkpoint (or none), never a truncated one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(state, fh)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Write ``state`` to ``path`` atomically (:func:`~simulator.files.atomic_file`), so a crash
+    or an interrupt mid-write leaves the previous checkpoint (or none), never a truncated one."""
+    with atomic_file(path, "wb") as fh:
+        torch.save(state, fh)
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict:

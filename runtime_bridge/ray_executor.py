@@ -48,6 +48,7 @@ import ray.exceptions
 import torch
 
 from simulator.executor import Executor, LeaseResults, Leases
+from simulator.files import interrupts_held, write_atomically
 
 from .data_parallel import train_data_parallel_lease
 from .job_map import workload_spec
@@ -97,7 +98,7 @@ def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str,
     One GPU (or slot): this process trains on ``threads`` CPU threads; several: as many
     data-parallel processes of ``threads`` each
     (:func:`~runtime_bridge.data_parallel.train_data_parallel_lease`)."""
-    Path(marker).write_text(f"{os.getpid()}\n")
+    write_atomically(marker, f"{os.getpid()}\n")
     try:
         if gpus > 1:
             report = train_data_parallel_lease(WorkloadSpec(**spec), device, gpus, checkpoint=checkpoint,
@@ -144,22 +145,19 @@ class RayExecutor(Executor):
         self.time_scale = time_scale
         self.grace = grace
         self.started = False
-        if not ray.is_initialized():
-            quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
-            if address is None:
-                ray.init(num_cpus=slots, resources={"slot": slots}, include_dashboard=False, **quiet)
-            else:
-                ray.init(address=address, **quiet)
-            self.started = True
-        resources = ray.cluster_resources()
-        self.uses_gpus = resources.get("GPU", 0) > 0
-        self.capacity = int(resources.get("GPU" if self.uses_gpus else "slot", 0))
-        if self.capacity == 0:
+        try:
+            self._start(address, slots)
+            resources = ray.cluster_resources()
+            self.uses_gpus = resources.get("GPU", 0) > 0
+            self.capacity = int(resources.get("GPU" if self.uses_gpus else "slot", 0))
+            if self.capacity == 0:
+                raise ValueError("the Ray cluster has neither GPUs nor 'slot' resources to lease")
+            if threads is None:
+                threads = (threads_per_gpu("cuda", gpus=torch.cuda.device_count() or self.capacity)
+                           if self.uses_gpus else threads_per_gpu("cpu"))
+        except BaseException:
             self.close()
-            raise ValueError("the Ray cluster has neither GPUs nor 'slot' resources to lease")
-        if threads is None:
-            threads = (threads_per_gpu("cuda", gpus=torch.cuda.device_count() or self.capacity) if self.uses_gpus
-                       else threads_per_gpu("cpu"))
+            raise
         self.threads = threads
         self.log: list[LeaseRecord] = []
         self.rounds = 0
@@ -250,11 +248,27 @@ class RayExecutor(Executor):
                 seconds[lease.job] += lease.planned_seconds
         return np.divide(planned, seconds, out=np.full(planned.shape, np.nan), where=seconds > 0)
 
+    def _start(self, address: str | None, slots: int) -> None:
+        """Start Ray here, or connect to the cluster at ``address``, unless Ray is running in this
+        process. Ctrl-C is held back until Ray has started (or stopped, by :meth:`close`): one
+        that cuts either short leaves Ray's threads running into the process's exit, which then
+        crashes (SIGSEGV)."""
+        if ray.is_initialized():
+            return
+        quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
+        with interrupts_held():
+            self.started = True
+            if address is None:
+                ray.init(num_cpus=slots, resources={"slot": slots}, include_dashboard=False, **quiet)
+            else:
+                ray.init(address=address, **quiet)
+
     def close(self) -> None:
         """Stop Ray if this executor started it."""
         if self.started:
-            ray.shutdown()
-            self.started = False
+            with interrupts_held():
+                ray.shutdown()
+                self.started = False
 
     def __enter__(self) -> RayExecutor:
         return self

@@ -51,7 +51,10 @@ def run_for_real(jobs: Trace | DeadlineInputs, *, policy: str, checkpoints: str 
                  time_scale: float, model_size: str, address: str | None, slots: int | None,
                  compare_simulation: bool, progress: Callable | None = None, **simulate_args) -> RealRun:
     """``policy`` on ``jobs`` with each lease trained by Ray (``simulate_args``: what the simulator
-    call of the trace's kind takes: solver, cluster, throughputs, config, deadlines, slot)."""
+    call of the trace's kind takes: solver, cluster, throughputs, config, deadlines, slot). Every
+    job starts from step 0: the job checkpoints an earlier run left in ``checkpoints`` (finished or
+    interrupted) are removed first."""
+    _remove_checkpoints(Path(checkpoints))
     if isinstance(jobs, DeadlineInputs):
         trace = read_deadline_trace(jobs.trace)
         job_types = [f"{m} (batch size {b})" for m, b in zip(trace.model, trace.batch_size)]
@@ -86,3 +89,9 @@ def run_for_real(jobs: Trace | DeadlineInputs, *, policy: str, checkpoints: str 
         fidelity = compare(result, simulated())
         result.summary.update(fidelity.summary_fields())
     return RealRun(result, leases, fidelity)
+
+
+def _remove_checkpoints(folder: Path) -> None:
+    """Remove the job checkpoints, lease markers and temporary checkpoints in ``folder``."""
+    for path in (*folder.glob("job-*.pt"), *folder.glob("job-*.pid"), *folder.glob(".job-*.tmp")):
+        path.unlink(missing_ok=True)

@@ -5,22 +5,34 @@ runs them on one thread unless the user's environment says otherwise. The garbag
 is off while the modules load and their objects are then frozen out of its generations: a
 collection during the imports only walks objects that live as long as the process (about
 30 ms of CPU per run, ``benchmarks/README.md``).
+
+An interrupt (Ctrl-C) ends any command with one line on stderr and exit status 130, and leaves
+every file it wrote whole (``simulator.files``); once the command has ended, Ctrl-C is ignored
+while the interpreter exits.
 """
 
 import gc
 import os
+import signal
+import sys
 
 
 def main() -> None:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    gc.disable()
     try:
-        from .cli import main as cli_main
-    finally:
-        gc.freeze()
-        gc.enable()
-    cli_main()
+        gc.disable()
+        try:
+            from .cli import main as cli_main
+        finally:
+            gc.freeze()
+            gc.enable()
+        cli_main()
+    except KeyboardInterrupt:  # while the modules load (the command line reports its own)
+        sys.stderr.write("schedopt: interrupted\n")
+        sys.exit(130)
+    finally:  # the command has ended: a later Ctrl-C would only break the interpreter's exit
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -11,6 +12,7 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from allocators import ALL_POLICIES, ProgramClass, UnknownPolicyError, is_slot_policy, make_policy
 from allocators.registry import policy_class
@@ -47,10 +49,37 @@ from .output import (
     print_allocation,
     print_fidelity,
     progress_bar,
+    say_interrupted,
     show_result,
 )
 
+
+class Commands(TyperGroup):
+    """The command group: an interrupt (Ctrl-C) while it reads the command line ends with one line
+    and exit status 130, as one inside a command does (:func:`user_errors`)."""
+
+    def make_context(self, *args, **kwargs):
+        with interrupt_said():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx):
+        with interrupt_said():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def interrupt_said(out: Path | None = None):
+    """End an interrupt (KeyboardInterrupt) in the block with one line (:func:`say_interrupted`:
+    what ``out`` holds) and exit status 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        say_interrupted(out=out)
+        raise typer.Exit(130) from None
+
+
 app = typer.Typer(
+    cls=Commands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -72,12 +101,14 @@ USER_ERRORS = (
 
 
 def user_errors(command):
-    """Report user errors as one line on stderr and exit 2, without a traceback."""
+    """Report user errors as one line on stderr and exit 2, and an interrupt (Ctrl-C) as one line
+    saying what ``--out`` holds and exit 130, without a traceback."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
-            return command(*args, **kwargs)
+            with interrupt_said(kwargs.get("out")):
+                return command(*args, **kwargs)
         except USER_ERRORS as exc:
             err.print(f"schedopt: error: {exc}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from .output import console, count_bar, err
+from .output import console, count_bar, err, say_interrupted
 
 
 def register(app: typer.Typer, user_errors) -> None:
@@ -34,23 +34,22 @@ def sweep(
     from schedopt.experiments.runner import cpu_count, prepare, run_sweep
     from schedopt.experiments.spec import read_experiment
 
-    exp = read_experiment(experiment, data)
-    if workers is not None and workers < 1:
-        raise ValueError(f"--workers {workers}: give 1 or more")
-    prepare(exp, out, overwrite)
-    cells = len(exp.cells())
-    err.print(f"{exp.name}: {cells} cells ({' x '.join(f'{len(v)} {k}' for k, v in exp.axes.items()) or 'one'})",
-              soft_wrap=True)
     last = []
     try:
+        exp = read_experiment(experiment, data)
+        if workers is not None and workers < 1:
+            raise ValueError(f"--workers {workers}: give 1 or more")
+        prepare(exp, out, overwrite)
+        cells = len(exp.cells())
+        err.print(f"{exp.name}: {cells} cells ({' x '.join(f'{len(v)} {k}' for k, v in exp.axes.items()) or 'one'})",
+                  soft_wrap=True)
         bar = count_bar(progress and err.is_terminal, cells, "sweep", describe=_sweep_state, done=lambda s: s.done)
         with bar as step:
             rows = run_sweep(exp, out, workers=workers or cpu_count(), address=address, force=force,
                              on_progress=lambda state: (last.append(state), step(state)))
     except KeyboardInterrupt:
-        done = last[-1].done if last else 0
-        err.print(f"interrupted: {done} of {cells} cells finished and kept in {out}; run the same command again "
-                  f"to resume", soft_wrap=True)
+        kept = f"{last[-1].done} of {last[-1].total} cells finished and kept in {out}; " if last else ""
+        say_interrupted(f"{kept}run the same command again to resume")
         raise typer.Exit(130) from None
     failed = [r for r in rows if r["status"] != "ok"]
     before = last[-1].skipped if last else 0

@@ -8,6 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from simulator.files import held_results
 from simulator.reports import allocation_frame
 
 #: no emoji codes: a name or window such as ``jobs 100:300`` is printed as it is (and rich's
@@ -226,3 +227,14 @@ def print_deadline_summary(s: dict) -> None:
     _metrics(f"[bold]{s['policy']}[/] on {s['cluster']} ({s['gpus']} GPUs), {s['slot_seconds']:g} s slots "
              f"({s['preset']} settings): "
              f"{s['jobs']} jobs, {s['decisions']} decisions", rows, s["notes"])
+
+
+def say_interrupted(note: str = "", out: Path | None = None) -> None:
+    """One line on stderr: the command was interrupted (Ctrl-C), then ``note``, or what the output
+    folder ``out`` was left holding (every file in it whole)."""
+    held = held_results(out)
+    if not note and held:
+        note = (f"{out} holds part of the results ({', '.join(held[:3])}{', ...' if len(held) > 3 else ''}; "
+                f"each file whole): run the command again with --overwrite to replace them")
+    err.print("schedopt: interrupted" + (f"; {note}" if note else ""), markup=False, highlight=False,
+              soft_wrap=True)

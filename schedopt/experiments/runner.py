@@ -18,6 +18,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -166,7 +167,7 @@ def _execute(cells: list[Cell], base: str, workers: int, address: str | None) ->
         for cell in cells:
             yield cell, execute_cell(cell.options, cell.axes, cell.key, base)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts) as pool:
         pending: dict[Future, Cell] = {pool.submit(execute_cell, c.options, c.axes, c.key, base): c for c in cells}
         try:
             while pending:
@@ -174,8 +175,16 @@ def _execute(cells: list[Cell], base: str, workers: int, address: str | None) ->
                 for future in done:
                     yield pending.pop(future), future.result()
         finally:
-            for future in pending:
-                future.cancel()
+            if pending:  # interrupted: cancel the cells not started, end the running ones
+                for future in pending:
+                    future.cancel()
+                for process in list(pool._processes.values()):  # terminate_workers() from Python 3.14
+                    process.terminate()
+
+
+def _ignore_interrupts() -> None:
+    """A worker's start: Ctrl-C reaches the whole process group, and only the driver acts on it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _on_ray(cells: list[Cell], base: str, address: str) -> Iterator[tuple[Cell, tuple]]:
