@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.files import write_atomically
-from simulator.readers.fields import parse_number, read_text, shown
+from simulator.readers.fields import parse_numbers, read_text, shown
 
 COLUMNS = ("job_type", "command", "working_dir", "num_steps_arg", "needs_data_dir", "total_steps",
            "scale_factor", "priority_weight", "SLO", "arrival_time")
@@ -74,71 +74,53 @@ class Trace:
         return any(mode != "static" for mode in self.modes)
 
 
-def _number(text: str, where: str, *, integer: bool = False, minimum: float = 0.0, strict: bool = False):
-    return parse_number(text, lambda problem: TraceError(f"{where}: {problem}"), integer=integer, minimum=minimum,
-                        strict=strict)
-
-
 def read_trace(path: str | os.PathLike) -> Trace:
-    """Read a 10-column Gavel trace (or its legacy 7-column or Shockwave's 12-column variant)."""
+    """Read a 10-column Gavel trace (or its legacy 7-column or Shockwave's 12-column variant); the
+    numbers of each column are read at once (:func:`~.fields.parse_numbers`)."""
     src = os.fspath(path)
     lines = read_text(src, TraceError, "\t").split("\n")
     records = [(n, line.split("\t")) for n, line in enumerate(lines, start=1) if line.strip()]
     if not records:
         raise TraceError(f"{src}: no jobs")
     columns = {len(c): c for c in (LEGACY_COLUMNS, COLUMNS, SHOCKWAVE_COLUMNS)}.get(len(records[0][1]), COLUMNS)
-    fields: dict[str, list] = {name: [] for name in SHOCKWAVE_COLUMNS}
     for n, parts in records:
         if len(parts) != len(columns):
             raise TraceError(f"{src}:{n}: expected {len(columns)} tab-separated columns "
                              f"({', '.join(columns)}), got {len(parts)}")
-        row = dict(zip(columns, (p.strip() for p in parts)))
+    cells = {name: [parts[k].strip() for _, parts in records] for k, name in enumerate(columns)}
 
-        def where(name: str, n: int = n) -> str:
-            return f"{src}:{n}: column {columns.index(name) + 1} ({name})"
+    def error(i: int, name: str, problem: str) -> TraceError:
+        return TraceError(f"{src}:{records[i][0]}: column {columns.index(name) + 1} ({name}): {problem}")
 
-        if not row["job_type"]:
-            raise TraceError(f"{where('job_type')}: empty")
-        fields["job_type"].append(row["job_type"])
-        fields["command"].append(row["command"])
-        fields["working_dir"].append(row.get("working_dir", ""))
-        fields["num_steps_arg"].append(row["num_steps_arg"])
-        needs = _number(row["needs_data_dir"], where("needs_data_dir"), integer=True)
-        if needs not in (0, 1):
-            raise TraceError(f"{where('needs_data_dir')}: expected 0 or 1, got {shown(row['needs_data_dir'])}")
-        fields["needs_data_dir"].append(needs)
-        fields["total_steps"].append(_number(row["total_steps"], where("total_steps"), integer=True, strict=True))
-        fields["scale_factor"].append(_number(row["scale_factor"], where("scale_factor"), integer=True, strict=True))
-        weight = row.get("priority_weight", "1")
-        fields["priority_weight"].append(
-            1.0 if columns is LEGACY_COLUMNS else _number(weight, where("priority_weight"), strict=True))
-        slo = -1.0 if columns is LEGACY_COLUMNS else _slo(row["SLO"], where("SLO"))
-        fields["SLO"].append(math.inf if slo < 0 else slo)
-        fields["arrival_time"].append(_number(row["arrival_time"], where("arrival_time")))
-        mode = row.get("mode", "static")
-        if mode not in MODES:
-            raise TraceError(f"{where('mode')}: expected one of {', '.join(MODES)}, got {shown(mode)}")
-        fields["mode"].append(mode)
-        fields["duration"].append(
-            _number(row["duration"], where("duration"), strict=True) if "duration" in row else math.nan)
+    def numbers(name: str, **checks) -> np.ndarray:
+        return parse_numbers(cells[name], lambda i, problem: error(i, name, problem), **checks)
+
+    def refuse(bad: np.ndarray, name: str, problem: str) -> None:
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise error(i, name, f"{problem}, got {shown(cells[name][i])}")
+
+    n = len(records)
+    if "" in cells["job_type"]:
+        raise error(cells["job_type"].index(""), "job_type", "empty")
+    needs = numbers("needs_data_dir", integer=True)
+    refuse((needs != 0) & (needs != 1), "needs_data_dir", "expected 0 or 1")
+    if "mode" in cells:
+        refuse(~np.isin(cells["mode"], MODES), "mode", f"expected one of {', '.join(MODES)}")
+    legacy = columns is LEGACY_COLUMNS
+    slo = np.full(n, -1.0) if legacy else parse_numbers(
+        cells["SLO"], lambda i, problem: error(i, "SLO", f"{problem} (-1 for none)"))
+    refuse(slo == 0, "SLO", "must be > 0, or -1 for none")
     return Trace(
-        job_types=tuple(fields["job_type"]), commands=tuple(fields["command"]),
-        working_dirs=tuple(fields["working_dir"]), num_steps_args=tuple(fields["num_steps_arg"]),
-        needs_data_dir=np.array(fields["needs_data_dir"], dtype=np.int64),
-        total_steps=np.array(fields["total_steps"], dtype=np.int64),
-        scale_factors=np.array(fields["scale_factor"], dtype=np.int64),
-        weights=np.array(fields["priority_weight"], dtype=float), slo=np.array(fields["SLO"], dtype=float),
-        arrival_times=np.array(fields["arrival_time"], dtype=float), source=src,
-        modes=tuple(fields["mode"]), durations=np.array(fields["duration"], dtype=float),
+        job_types=tuple(cells["job_type"]), commands=tuple(cells["command"]),
+        working_dirs=tuple(cells.get("working_dir", [""] * n)), num_steps_args=tuple(cells["num_steps_arg"]),
+        needs_data_dir=needs, total_steps=numbers("total_steps", minimum=0, strict=True, integer=True),
+        scale_factors=numbers("scale_factor", minimum=0, strict=True, integer=True),
+        weights=np.ones(n) if legacy else numbers("priority_weight", minimum=0, strict=True),
+        slo=np.where(slo < 0, math.inf, slo), arrival_times=numbers("arrival_time", minimum=0), source=src,
+        modes=tuple(cells.get("mode", ["static"] * n)),
+        durations=numbers("duration", minimum=0, strict=True) if "duration" in cells else np.full(n, np.nan),
     )
-
-
-def _slo(text: str, where: str) -> float:
-    """-1 (or any negative) = no SLO; otherwise a positive number."""
-    value = parse_number(text, lambda problem: TraceError(f"{where}: {problem} (-1 for none)"))
-    if value == 0:
-        raise TraceError(f"{where}: must be > 0, or -1 for none, got {shown(text)}")
-    return value
 
 
 def trace_text(trace: Trace) -> str:
