@@ -123,6 +123,7 @@ SLOT_POLICIES: LazyClasses[SlotPolicy] = LazyClasses({
     "sjf": "allocators.helios.sjf:HeliosSjf",
     "qssf": "allocators.helios.qssf:HeliosQssf",
     "tiresias-helios": "allocators.helios.tiresias:HeliosTiresias",
+    "lucid": "allocators.lucid.lucid:Lucid",
 })
 
 

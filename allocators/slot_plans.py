@@ -105,6 +105,11 @@ class JobsView:
     vc: np.ndarray | None = None
     #: (VCs + 1,) node offsets: VC k owns nodes ``vc_bounds[k]:vc_bounds[k + 1]`` (None without VCs)
     vc_bounds: np.ndarray | None = None
+    #: the jobs' profiled workloads and measured pair speeds, where jobs may share GPUs
+    #: (:class:`simulator.sharing.Sharing`; None: no sharing)
+    sharing: object | None = None
+    #: each job's speed factor since the last decision (1 alone; its pair speed while sharing)
+    speed: np.ndarray | None = None
 
     def vc_gpus(self) -> np.ndarray:
         """GPUs per VC (one entry, the whole cluster, without VCs)."""
@@ -139,11 +144,17 @@ class JobsView:
 class NodePlan:
     """A node plan as entries: job ``jobs[e]`` holds ``gpus[e]`` GPUs on node ``nodes[e]`` (one entry
     per job and node it uses; a job with no entry holds none). The same plan as the dense (J, nodes)
-    array (:meth:`of_dense`), whose size does not grow with the trace."""
+    array (:meth:`of_dense`), whose size does not grow with the trace.
+
+    GPU sharing (on a workload with measured pair speeds, ``view.sharing``): ``host[e] >= 0`` puts
+    entry e on the GPUs job ``host[e]`` holds on that node (its entry there has the same GPU
+    count); such a guest takes no GPUs of its own, and host and guest both run at their measured
+    pair speeds. A host has at most one guest and is no guest itself. None: nobody shares."""
 
     jobs: np.ndarray
     nodes: np.ndarray
     gpus: np.ndarray
+    host: np.ndarray | None = None
 
     @classmethod
     def of_dense(cls, plan: np.ndarray) -> NodePlan:

@@ -12,6 +12,7 @@ from simulator.cluster import VirtualClusters
 from simulator.readers.elasticflow_traces import DeadlineInputError, DeadlineTrace
 from simulator.readers.iteration_tables import IterationTable, elasticflow_max_gpus
 from simulator.readers.node_cluster import NodeCluster
+from simulator.sharing import Sharing
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class SlotView:
     #: the cluster's virtual clusters (None: one pool) and each job's VC index into them
     vcs: VirtualClusters | None = None
     job_vc: np.ndarray | None = None
+    #: the jobs' profiled workloads and measured pair speeds where they may share GPUs
+    #: (:class:`simulator.sharing.Sharing`, aligned with the jobs; None: no sharing)
+    sharing: Sharing | None = None
 
     @classmethod
     def build(cls, trace: DeadlineTrace, cluster: NodeCluster, table: IterationTable,

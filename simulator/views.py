@@ -102,12 +102,12 @@ def slot_view(workload: Workload, gpus_per_server: int | None, policy: str) -> S
         view = _as_slot_view(round_view(workload), per_server, policy)
     vcs = cluster.vcs
     if vcs is None:
-        return view
+        return view if workload.sharing is None else replace(view, sharing=workload.sharing)
     if int(vcs.nodes.sum()) != view.cluster.num_nodes:
         raise ClusterSpecError(f"cluster {cluster}: its VCs have {int(vcs.nodes.sum())} nodes, its GPUs make "
                                f"{view.cluster.num_nodes} nodes of {per_server}")
     jobs = workload.jobs
-    return replace(view, vcs=vcs, job_vc=vcs.index(jobs.vc, jobs.ids, jobs.source))
+    return replace(view, vcs=vcs, job_vc=vcs.index(jobs.vc, jobs.ids, jobs.source), sharing=workload.sharing)
 
 
 def _run_time_view(workload: Workload, per_node: int) -> SlotView:

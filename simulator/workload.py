@@ -51,6 +51,7 @@ from simulator.readers.pollux_traces import (
     read_pollux_trace,
 )
 from simulator.readers.traces import Trace, TraceError, read_trace, trace_text
+from simulator.sharing import Sharing
 
 
 class DeadlineKind(IntEnum):
@@ -182,12 +183,14 @@ class Jobs:
 @dataclass(frozen=True)
 class Workload:
     """Jobs on a cluster at the rates of a rate model; ``notes`` say what an option supplied that
-    the trace lacks (drawn deadlines), for the run's summary."""
+    the trace lacks (drawn deadlines), for the run's summary; ``sharing``: the jobs' profiled
+    workloads and measured pair speeds, where they may share GPUs (:mod:`simulator.sharing`)."""
 
     jobs: Jobs
     cluster: Cluster
     rates: RateModel
     notes: tuple[str, ...] = ()
+    sharing: Sharing | None = None
 
 
 def jobs_text(jobs: Jobs) -> str:

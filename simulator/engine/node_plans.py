@@ -3,7 +3,8 @@
 A policy's plan is checked before it runs (errors name the policy, the job and what it broke):
 
 - a node plan (:class:`~allocators.slot_plans.NodePlan`, or the dense (J, nodes) array it stands
-  for): GPUs >= 0, one entry per job and node, active jobs only, no node over its GPUs, and on a
+  for): GPUs >= 0, one entry per job and node, active jobs only, no node over its GPUs (a guest
+  sharing a host's GPUs takes none of its own: pairs only, measured pair speeds), and on a
   cluster with VCs every job only on its VC's nodes;
 - a GPU-count plan on a cluster with VCs: no VC over its GPUs (the engine then places each job
   inside its VC, :func:`simulator.buddy.place_in_vcs`).
@@ -26,12 +27,15 @@ def checked_node_plan(raw, view: JobsView, node_vc: np.ndarray, name: str, job_i
     J, num_nodes = len(view.state), node_vc.size
     if isinstance(raw, NodePlan):
         jobs, nodes, gpus = (np.asarray(a, dtype=np.int64).ravel() for a in (raw.jobs, raw.nodes, raw.gpus))
+        host = None if raw.host is None else np.asarray(raw.host, dtype=np.int64).ravel()
         if not (jobs.size == nodes.size == gpus.size) or (gpus < 0).any() or \
-                ((jobs < 0) | (jobs >= J) | (nodes < 0) | (nodes >= num_nodes)).any():
+                ((jobs < 0) | (jobs >= J) | (nodes < 0) | (nodes >= num_nodes)).any() or \
+                (host is not None and (host.size != jobs.size or ((host < -1) | (host >= J)).any())):
             raise SimulationError(f"{name} returned a node plan with entries out of range: expected equal-length "
-                                  f"jobs in 0..{J - 1}, nodes in 0..{num_nodes - 1}, GPUs >= 0")
+                                  f"jobs in 0..{J - 1}, nodes in 0..{num_nodes - 1}, GPUs >= 0 (hosts in -1..{J - 1})")
         keep = gpus > 0
-        plan = NodePlan(jobs[keep], nodes[keep], gpus[keep])
+        shared = host is not None and (host[keep] >= 0).any()
+        plan = NodePlan(jobs[keep], nodes[keep], gpus[keep], host[keep] if shared else None)
         keys = plan.jobs * num_nodes + plan.nodes
         if np.unique(keys).size != keys.size:
             raise SimulationError(f"{name} returned a node plan with two entries for one job on one node")
@@ -47,7 +51,10 @@ def checked_node_plan(raw, view: JobsView, node_vc: np.ndarray, name: str, job_i
         j = int(plan.jobs[~active][0])
         raise SimulationError(f"{name} gave GPUs to job {job_ids[j]}, which is not active "
                               f"({JobState(view.state[j]).name})")
-    load = np.bincount(plan.nodes, weights=plan.gpus, minlength=num_nodes)
+    if plan.host is not None:
+        _check_sharing(plan, view, name, job_ids)
+    own = plan.gpus if plan.host is None else np.where(plan.host < 0, plan.gpus, 0)
+    load = np.bincount(plan.nodes, weights=own, minlength=num_nodes)
     over = np.flatnonzero(load > view.gpus_per_node)
     if over.size:
         raise SimulationError(f"{name} put {int(load[over[0]])} GPUs on node {int(over[0])} of {view.gpus_per_node}")
@@ -59,6 +66,37 @@ def checked_node_plan(raw, view: JobsView, node_vc: np.ndarray, name: str, job_i
             raise SimulationError(f"{name} put job {job_ids[j]} of VC {vc_names[view.vc[j]]} on node {node} of VC "
                                   f"{vc_names[node_vc[node]]}: a job runs only on its VC's nodes")
     return plan
+
+
+def _check_sharing(plan: NodePlan, view: JobsView, name: str, job_ids: np.ndarray) -> None:
+    """Guests (``host >= 0``) sit on a host's entry of equal GPUs on the same node; a job is a guest
+    on all its entries or none, of one host, which is no guest and has no other guest; and the
+    pair's speeds were measured."""
+    sharing = view.sharing
+    guest = plan.host >= 0
+    if sharing is None:
+        j = int(plan.jobs[guest][0])
+        raise SimulationError(f"{name} put job {job_ids[j]} on another job's GPUs, but the workload has no measured "
+                              f"pair speeds to share GPUs at (give the jobs' profiles: --lucid-data)")
+    own = {(int(j), int(n)): int(g) for j, n, g in zip(plan.jobs[~guest], plan.nodes[~guest], plan.gpus[~guest])}
+    for j, n, g, h in zip(plan.jobs[guest].tolist(), plan.nodes[guest].tolist(), plan.gpus[guest].tolist(),
+                          plan.host[guest].tolist()):
+        if h == j or own.get((h, n)) != g:
+            raise SimulationError(f"{name} put job {job_ids[j]} on {g} GPU(s) of job {job_ids[h]} on node {n}, "
+                                  f"which holds {own.get((h, n), 0)} there as its own: a guest shares a host's GPUs "
+                                  f"one to one")
+    guests, hosts = plan.jobs[guest], plan.host[guest]
+    pairs = np.unique(np.stack([guests, hosts], axis=1), axis=0)
+    if np.unique(pairs[:, 0]).size != pairs.shape[0] or np.unique(pairs[:, 1]).size != pairs.shape[0] or \
+            np.isin(pairs[:, 0], plan.jobs[~guest]).any() or np.isin(pairs[:, 1], pairs[:, 0]).any():
+        raise SimulationError(f"{name} returned a sharing plan that is not pairs: each guest job shares one host's "
+                              f"GPUs on all its entries, and each host has one guest")
+    mine, theirs = sharing.pair(pairs[:, 0], pairs[:, 1])
+    unmeasured = np.flatnonzero(np.isnan(mine) | np.isnan(theirs))
+    if unmeasured.size:
+        a, b = pairs[unmeasured[0]]
+        raise SimulationError(f"{name} put jobs {job_ids[a]} and {job_ids[b]} on the same GPUs, a pair of workloads "
+                              f"whose speeds together were not measured")
 
 
 def check_vc_counts(gpus: np.ndarray, view: JobsView, name: str, vc_names: tuple[str, ...]) -> None:

@@ -44,6 +44,7 @@ from simulator.executor import Executor, FailedLeases, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
 from simulator.outcomes import Allocations, Timeline
 from simulator.overheads import OverheadModel
+from simulator.sharing import shared_speeds
 from simulator.views import SlotView
 
 _EPS = 1e-9
@@ -115,8 +116,10 @@ class Slots:
             executed=np.zeros(J), attained=np.zeros(J), release=np.full(J, np.nan),
             overhead_floor=self.overhead.base if policy.charge is Charge.EVERY_DECISION else 0.0,
             batch_size=w.trace.batch_size, nodes=self.nodes, coadaptive=self.coadaptive, vc=w.job_vc,
-            vc_bounds=vc_bounds,
+            vc_bounds=vc_bounds, sharing=w.sharing, speed=np.ones(J),
         )
+        #: GPUs held as guests on other jobs' GPUs since the last decision (not busy GPUs of their own)
+        self._guest_gpus = 0
         #: the entries of the last node plan (``self.nodes`` is nonzero there only)
         self._entries = empty_plan()
         self.finish = np.full(J, np.nan)
@@ -192,7 +195,7 @@ class Slots:
             until = policy.runs_until(v)
             self.runs_until = self._uncut if until is None else until
             if released is None:
-                rate = v.rate(running, v.gpus[running])
+                rate = v.rate(running, v.gpus[running]) * v.speed[running]
                 due = self.overhead_due[running] + v.remaining[running] / rate
                 events.append(float(now + np.min(np.ceil(due - _EPS) if policy.whole_seconds else due)))
             else:
@@ -249,7 +252,7 @@ class Slots:
         if not jobs.size or end <= start:
             return
         n = v.gpus[jobs]
-        rate = v.rate(jobs, n)
+        rate = v.rate(jobs, n) * v.speed[jobs]
         span = np.clip(np.fmin(self.runs_until[jobs], end) - start, 0.0, None)
         lost = np.minimum(self.overhead_due[jobs], span)
         run = span - lost
@@ -437,6 +440,9 @@ class Slots:
             self.nodes[old.jobs, old.nodes] = 0
             self.nodes[plan.jobs, plan.nodes] = plan.gpus
             self._entries = plan
+            shared = plan.host is not None
+            v.speed[:] = shared_speeds(plan.host, plan.jobs, v.sharing, len(v.gpus)) if shared else 1.0
+            self._guest_gpus = int(plan.gpus[plan.host >= 0].sum()) if shared else 0
         if self.coadaptive is not None:
             for j in moved.tolist():
                 self.coadaptive.reallocate(j, self.nodes[j].copy())
@@ -455,8 +461,8 @@ class Slots:
         v = self.view
         on = np.flatnonzero(v.gpus > 0)
         one = np.nan_to_num(v.rates[on, 0], nan=0.0)
-        speedup = np.where(one > 0, v.rate(on, v.gpus[on]) / np.where(one > 0, one, 1.0), 0.0)
-        return (float(speedup.sum() / v.total_gpus), [int(v.gpus.sum())], int(on.size),
+        speedup = np.where(one > 0, v.rate(on, v.gpus[on]) * v.speed[on] / np.where(one > 0, one, 1.0), 0.0)
+        return (float(speedup.sum() / v.total_gpus), [int(v.gpus.sum()) - self._guest_gpus], int(on.size),
                 int(np.count_nonzero(v.state == JobState.PENDING)))
 
 

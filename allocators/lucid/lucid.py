@@ -1,0 +1,180 @@
+"""Lucid (ASPLOS '23) on Helios' virtual clusters, as its published simulator runs it
+(S-Lab-System-Group/Lucid, ``simulation/policy/lucid.py``, ``placer/consolidateWithShare.py``,
+``updater.py``; facts restated, no code taken), with its two models trained here on the past only:
+
+- **Priority**: a job's estimated service, its duration estimated by the Workload Estimate Model
+  (:mod:`allocators.lucid.additive`, refit every ``retrain_every`` ended jobs on the jobs that ended
+  by then; features: VC, GPUs, the profiled workload's AMP flag, GPU and memory utilization and
+  memory, hour of submission) times its GPUs, fixed at its arrival. Before the first fit: the mean
+  duration of the ended jobs (1 s without any), times its GPUs.
+- **Indolent packing** (each decision, after ended jobs release their GPUs: a sharing partner that
+  stays runs alone again at full speed and may host anew): the VC's queue, in priority order, is
+  walked; a job of at most 8 GPUs shares the GPUs of the first running job, in start order, that
+  runs alone on the same GPU count, whose memory beside it stays under the GPU's (24,576 MB), whose
+  packing label plus its own is at most 2 (labels from the Packing Analyze Model,
+  :mod:`allocators.lucid.packing_tree`) and whose priority is at least half its own; otherwise it
+  starts alone where the consolidated placement finds its GPUs; otherwise it waits and the walk goes
+  on (the artifact's sharing walk does not stop at the first job that cannot start). Both jobs of a
+  pair run at their measured pair speeds (:mod:`simulator.sharing`).
+
+Not modelled: Lucid's profiling VC (its least-GPU-first profiler runs short jobs on two nodes of
+their own, for at most 80 s on Philly) and the system tuner's throughput forecast (Venus only; on
+Philly the artifact's sharing is always on, as here).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from allocators.helios.queued import HeliosPolicy
+from allocators.lucid.additive import AdditiveModel
+from allocators.lucid.packing_tree import PackingTree, profile_features
+from allocators.slot_plans import JobState, JobsView, NodePlan
+from optim import SolveOptions
+
+_RUNNING, _DONE = int(JobState.RUNNING), int(JobState.DONE)
+#: the largest job that may share GPUs, and the most a pair's packing labels may add to
+SHARE_MAX_GPUS = 8
+LABEL_BUDGET = 2
+FEATURES = ("vc", "gpus", "amp", "gpu_util", "gmem_util", "gmem", "hour")
+CATEGORICAL = (True, True, True, False, False, False, False)
+
+
+class Lucid(HeliosPolicy):
+    name = "lucid"
+    system = "Lucid"
+
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, retrain_every: int = 500):
+        super().__init__(solver, options)
+        if retrain_every < 1:
+            raise ValueError(f"lucid: retrain_every must be >= 1, got {retrain_every}")
+        self.retrain_every = retrain_every
+        self.queues: list[list[int]] = []
+        #: guest job -> the job whose GPUs it shares
+        self.host_of: dict[int, int] = {}
+        self.model: AdditiveModel | None = None
+        self.fits = 0
+
+    def laid_out(self, view: JobsView) -> None:
+        sharing = view.sharing
+        if sharing is None:
+            raise ValueError("policy lucid packs jobs by their profiled workloads and measured pair speeds: give "
+                             "the jobs' profiles (--lucid-data DIR holding Lucid's single_data.csv and "
+                             "colocate_info.csv)")
+        J = len(view.state)
+        self.queues = [[] for _ in range(len(self.bounds) - 1)]
+        self.sharing = sharing
+        self.tree = PackingTree.train(profile_features(sharing.profiles), sharing.profiles.label.astype(np.int64))
+        self.label = self.tree.predict(profile_features(sharing.profiles))[sharing.profile]
+        self.gmem = sharing.gmem(np.arange(J))
+        p = sharing.profiles
+        w = sharing.profile
+        self.features = np.stack([self.vc, view.requested, p.amp[w], p.gpu_util[w], p.gmem_util[w], p.gmem[w],
+                                  (view.submit % 86400) // 3600], axis=1).astype(float)
+        self.priority = np.zeros(J)
+        self.estimated = np.full(J, np.nan)
+        self.by_model = np.zeros(J, dtype=bool)
+        self.ended: list[int] = []
+        self.fitted_on = 0
+        self.running: list[int] = []
+        self.paired = 0
+        self._duration = view.duration
+
+    def allocate(self, view: JobsView) -> NodePlan:
+        arrived = self.arrivals(view)
+        self.release_ended(view)
+        for k, new in enumerate(arrived):
+            queue = self.queues[k]
+            if new.size:
+                self._estimate(view, new)
+                queue.extend(new.tolist())
+                queue.sort(key=self.priority.__getitem__)
+            started = {j for j in queue if self._start_or_share(view, j, k)}
+            self.queues[k] = [j for j in queue if j not in started]
+        return self.plan()
+
+    def _start_or_share(self, view: JobsView, j: int, k: int) -> bool:
+        host = self._partner(view, j, k) if view.requested[j] <= SHARE_MAX_GPUS else None
+        if host is not None:
+            self.host_of[j] = host
+            self.paired += 1
+        elif not self.start(view, j):
+            return False
+        self.running.append(j)
+        return True
+
+    def _partner(self, view: JobsView, j: int, k: int) -> int | None:
+        """The first running job, in start order, that job ``j`` may share with (module doc)."""
+        busy = set(self.host_of) | set(self.host_of.values())
+        room = self.sharing.memory_mb - self.gmem[j]
+        for h in self.running:
+            if h in busy or self.vc[h] != k or view.requested[h] != view.requested[j]:
+                continue
+            if self.gmem[h] < room and self.label[h] + self.label[j] <= LABEL_BUDGET and \
+                    self.priority[j] <= 2 * self.priority[h]:
+                mine, theirs = self.sharing.pair(np.array([j]), np.array([h]))
+                if np.isfinite(mine[0]) and np.isfinite(theirs[0]):
+                    return h
+        return None
+
+    def release_ended(self, view: JobsView) -> None:
+        """Ended guests leave their hosts; a host that ended hands its GPUs to its guest; then the
+        ended jobs' GPUs are freed and the ended jobs join the estimator's history."""
+        state = view.state
+        jobs = self.entries[0]
+        for g, h in list(self.host_of.items()):
+            if state[g] != _RUNNING:
+                del self.host_of[g]
+            elif state[h] != _RUNNING:
+                jobs[jobs == h] = g
+                del self.host_of[g]
+        self.release(state[jobs] != _RUNNING)
+        done = [j for j in self.running if state[j] == _DONE]
+        self.running = [j for j in self.running if state[j] == _RUNNING]
+        self.ended.extend(done)
+
+    def plan(self) -> NodePlan:
+        own = super().plan()
+        if not self.host_of:
+            return own
+        guests = np.array(list(self.host_of), dtype=np.int64)
+        hosts = np.array([self.host_of[g] for g in guests.tolist()], dtype=np.int64)
+        on = np.isin(own.jobs, hosts)
+        host_rows = own.jobs[on]
+        guest_of = dict(zip(hosts.tolist(), guests.tolist(), strict=True))
+        guest_jobs = np.array([guest_of[h] for h in host_rows.tolist()], dtype=np.int64)
+        return NodePlan(np.concatenate([own.jobs, guest_jobs]), np.concatenate([own.nodes, own.nodes[on]]),
+                        np.concatenate([own.gpus, own.gpus[on]]),
+                        np.concatenate([np.full(own.jobs.size, -1), host_rows]))
+
+    def _estimate(self, view: JobsView, new: np.ndarray) -> None:
+        """Priorities of the arrivals ``new``: estimated duration x GPUs (module doc)."""
+        if len(self.ended) - self.fitted_on >= self.retrain_every or (self.model is None and len(self.ended) >= 50):
+            past = np.array(self.ended)
+            self.model = AdditiveModel.fit(self.features[past], np.log1p(self._duration[past]), CATEGORICAL, FEATURES)
+            self.fitted_on = len(self.ended)
+            self.fits += 1
+        if self.model is not None:
+            duration = np.expm1(self.model.predict(self.features[new]))
+            self.by_model[new] = True
+        else:
+            duration = np.full(new.size, self._duration[self.ended].mean() if self.ended else 1.0)
+        self.estimated[new] = np.maximum(duration, 0.0)
+        self.priority[new] = self.estimated[new] * view.requested[new]
+
+    def notes(self) -> list[str]:
+        if not hasattr(self, "tree"):
+            return []
+        jobs = np.flatnonzero(self.by_model)
+        error = np.abs(self.estimated[jobs] - self._duration[jobs])
+        mae = f"{error.mean():.0f} s (median {np.median(error):.0f} s)" if jobs.size else "none"
+        return [f"lucid: Packing Analyze Model: a CART tree (depth <= 3) on Lucid's {len(self.sharing.profiles)} "
+                f"profiled workloads, held-out accuracy {self.tree.accuracy:.2f} on {self.tree.held_out}",
+                f"lucid: Workload Estimate Model: an additive model (EBM's model class by cyclic boosting, no "
+                f"interactions) on {', '.join(FEATURES)}, refit {self.fits} time(s) on ended jobs only, every "
+                f"{self.retrain_every} ends; {jobs.size} jobs estimated by it, mean absolute error of their "
+                f"durations {mae}; {self.paired} jobs started on another job's GPUs",
+                "lucid: the profiling VC (least-GPU-first profiler) is not modelled"]
+
+
+__all__ = ["Lucid"]

@@ -1,0 +1,163 @@
+"""GPU sharing on the slot clock (co-located jobs progress at the measured pair speeds, the engine
+refuses plans that are not measured pairs) and Lucid's policy and models (its packing rule on a
+hand-sized trace, estimators trained on the past only)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from allocators.helios.queued import HeliosPolicy
+from allocators.lucid.additive import AdditiveModel
+from allocators.lucid.lucid import Lucid
+from allocators.lucid.packing_tree import PackingTree
+from allocators.slot_plans import NodePlan
+from simulator.engine import Engine, SlotConfig
+from simulator.engine.clock import SimulationError
+from simulator.simulate import job_log_workload
+from simulator.views import slot_view
+from tests.test_helios_fifo import write_log
+
+#: three workloads: A and B share well (labels 0, 1), C badly (2); A beside B runs at 0.8, B beside A at 0.5
+PROFILES = ("model,dataset,batchsize,amp,speed,gpu_util,gmem_util,gmem,label\n"
+            "A,d,32,0,100,30,10,4000,0\nB,d,32,0,50,60,20,6000,1\nC,d,32,0,20,99,80,20000,2\n")
+PAIRS = (",model1,dataset1,gpu_num1,batchsize1,amp1,speed1,model2,dataset2,gpu_num2,batchsize2,amp2,speed2,"
+         "gpu_util,gmem_util,gmem\n0,A,d,1,32,0,0.8,B,d,1,32,0,0.5,90,30,10000\n")
+
+
+def sharing_workload(tmp_path, jobs, layout, profile):
+    """A job log of ``jobs`` on ``layout`` whose job i runs workload ``profile[i]`` (0: A, 1: B, 2: C)."""
+    log, config = write_log(tmp_path, jobs, layout)
+    data = tmp_path / "lucid"
+    data.mkdir(exist_ok=True)
+    (data / "single_data.csv").write_text(PROFILES)
+    (data / "colocate_info.csv").write_text(PAIRS)
+    workload = job_log_workload(log, config, lucid_data=data)
+    sharing = workload.sharing
+    forced = type(sharing)(sharing.profiles, np.asarray(profile, dtype=np.int64), sharing.speed)
+    return type(workload)(workload.jobs, workload.cluster, workload.rates, workload.notes, forced)
+
+
+class Pairing(HeliosPolicy):
+    """Jobs 0 and 1 on node 0's first GPU, job 1 as job 0's guest while both run (or the plan
+    ``fixed(view)`` returns, to be refused)."""
+
+    name = "pairing"
+
+    def __init__(self, fixed=None):
+        super().__init__()
+        self.fixed = fixed
+
+    def allocate(self, view):
+        if self.fixed is not None:
+            return self.fixed(view)
+        jobs = np.array([j for j in (0, 1) if view.state[j] in (1, 2)], dtype=np.int64)
+        host = np.where((jobs == 1) & (view.state[0] in (1, 2)), 0, -1)
+        return NodePlan(jobs, np.zeros(jobs.size, dtype=np.int64), np.ones(jobs.size, dtype=np.int64), host)
+
+
+def run(workload, policy):
+    view = slot_view(workload, None, policy.name)
+    return Engine(view, policy, SlotConfig(slot=1.0, preset="helios")).run()
+
+
+def test_pairs_progress_at_measured_speeds(tmp_path):
+    """A (100 s) beside B (60 s) on one GPU: A at 0.8, B at 0.5, so B ends at 120 s having done its 60 s;
+    A did 96 s by then and its last 4 s alone: 124 s."""
+    workload = sharing_workload(tmp_path, [(0, 100, 1, "v"), (0, 60, 1, "v")], {"v": 1}, [0, 1])
+    finish = run(workload, Pairing()).jobs["finish"]
+    assert finish[1] == pytest.approx(120.0)
+    assert finish[0] == pytest.approx(124.0)
+
+
+@pytest.mark.parametrize("case", ["no_host_entry", "two_guests", "unmeasured", "self"])
+def test_engine_refuses_plans_that_are_not_measured_pairs(tmp_path, case):
+    jobs = [(0, 100, 1, "v"), (0, 60, 1, "v"), (0, 60, 1, "v")]
+    profile = [0, 1, 2] if case == "unmeasured" else [0, 1, 1]
+
+    def plan(view):
+        if case == "no_host_entry":
+            return NodePlan(np.array([0, 1]), np.array([0, 1]), np.array([1, 1]), np.array([-1, 0]))
+        if case == "two_guests":
+            return NodePlan(np.array([0, 1, 2]), np.zeros(3, dtype=np.int64), np.ones(3, dtype=np.int64),
+                            np.array([-1, 0, 0]))
+        if case == "self":
+            return NodePlan(np.array([0, 0]), np.array([0, 1]), np.array([1, 1]), np.array([-1, 0]))
+        return NodePlan(np.array([0, 2]), np.array([0, 0]), np.array([1, 1]), np.array([-1, 0]))
+
+    workload = sharing_workload(tmp_path, jobs, {"v": 2}, profile)
+    with pytest.raises(SimulationError):
+        run(workload, Pairing(plan))
+
+
+def test_sharing_needs_measured_speeds(tmp_path):
+    log, config = write_log(tmp_path, [(0, 100, 1, "v"), (0, 60, 1, "v")], {"v": 1})
+    with pytest.raises(SimulationError, match="no measured pair speeds"):
+        run(job_log_workload(log, config), Pairing())
+    with pytest.raises(ValueError, match="--lucid-data"):
+        run(job_log_workload(log, config), Lucid())
+
+
+def test_lucid_packs_by_its_rule(tmp_path):
+    """One 8-GPU node: a (A, 8 GPUs) runs; b (B, 8 GPUs) may share with it (labels 0 + 1, memory
+    10,000 MB) and does; c (C, 8 GPUs, label 2) may not share and waits for a whole node."""
+    jobs = [(0, 100, 8, "v"), (1, 50, 8, "v"), (2, 30, 8, "v")]
+    workload = sharing_workload(tmp_path, jobs, {"v": 1}, [0, 1, 2])
+    policy = Lucid()
+    finish = run(workload, policy).jobs["finish"]
+    assert policy.paired == 1
+    # b beside a from 1 s: b at 0.5 ends at 101 s; a at 0.8 did 1 + 80 s by then, its last 19 s alone: 120 s;
+    # c starts on the freed node at 120 s
+    assert finish[1] == pytest.approx(101.0)
+    assert finish[0] == pytest.approx(120.0)
+    assert finish[2] == pytest.approx(150.0)
+
+
+def test_lucid_estimator_learns_the_past_only(tmp_path, monkeypatch):
+    """Every fit of the Workload Estimate Model reads only jobs that ended by the decision."""
+    rng = np.random.default_rng(3)
+    jobs = [(int(t), int(d), int(g), "v") for t, d, g in zip(np.sort(rng.integers(0, 4000, 160)),
+                                                             rng.integers(10, 400, 160), rng.choice([1, 2, 4], 160))]
+    workload = sharing_workload(tmp_path, jobs, {"v": 2}, rng.integers(0, 2, 160))
+    fits = []
+    original = AdditiveModel.fit.__func__
+
+    def recording(cls, X, y, *args, **kwargs):
+        fits.append(len(y))
+        return original(cls, X, y, *args, **kwargs)
+
+    policy = Lucid(retrain_every=20)
+    seen = []
+    real_estimate = policy._estimate
+
+    def estimate(view, new):
+        real_estimate(view, new)
+        seen.append((view.now, list(policy.ended[:policy.fitted_on])))
+
+    monkeypatch.setattr(AdditiveModel, "fit", classmethod(recording))
+    policy._estimate = estimate
+    finish = run(workload, policy).jobs["finish"]
+    assert fits and policy.fits == len(fits)
+    for now, trained in seen:
+        assert (finish[trained] <= now + 1e-9).all()
+
+
+def test_packing_tree_separates_labels():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 100, (60, 4))
+    y = (X[:, 1] > 50).astype(np.int64) + (X[:, 3] > 70)
+    tree = PackingTree.train(X, y)
+    assert tree.accuracy >= 0.9
+    assert (tree.predict(X) == y).mean() >= 0.95
+
+
+@given(st.integers(0, 2**31 - 1))
+def test_additive_model_recovers_additive_targets(seed):
+    rng = np.random.default_rng(seed)
+    X = np.stack([rng.integers(0, 4, 800), rng.uniform(0, 1, 800)], axis=1)
+    y = 3 * X[:, 0] + np.where(X[:, 1] > 0.5, 2.0, 0.0)
+    model = AdditiveModel.fit(X, y, (True, False), ("k", "u"))
+    assert np.abs(model.predict(X) - y).mean() < 0.2
+    assert model.shapes()["k"] > model.shapes()["u"] > 0
