@@ -402,6 +402,12 @@ def simulate_command(
     submitted: str | None = typer.Option(None, help=(
         "Job logs: keep the jobs submitted in FIRST,LAST (date-times, e.g. '2017-10-01 00:00:00,2017-10-07 "
         "23:59:00'); arrivals count from FIRST.")),
+    lucid_data: Path | None = typer.Option(None, help=(
+        "Job logs: a folder with Lucid's single_data.csv and colocate_info.csv: each job's profiled workload is "
+        "drawn (seeded by --seed) and jobs may share GPUs at the measured pair speeds (policy lucid needs it).")),
+    vc_scale: float = typer.Option(1.0, help=(
+        "Job logs: every VC at this multiple of its --vc-config nodes (rounded, at least 1): the same jobs at "
+        "a lighter or heavier load.")),
 ) -> None:
     """Replay a trace (Gavel, Shockwave, a Pollux workload, or with --cluster-spec and --throughput-dir an
     ElasticFlow / ITP deadline trace), or a generated workload, under any policy (see `schedopt policies`)

@@ -71,6 +71,8 @@ class SimulateRequest:
     applications: str | None = None
     vc_config: str | None = None
     submitted: str | None = None
+    lucid_data: str | None = None
+    vc_scale: float = 1.0
 
     @classmethod
     def options(cls) -> tuple[str, ...]:
@@ -113,7 +115,7 @@ def run_request(req: SimulateRequest, progress=None, say: Callable[[str], None] 
         fields["max_runtime_factor"] = req.max_runtime_factor or None
     if req.deadline_trace:
         return _deadline_run(req, fields, progress)
-    if req.vc_config is not None or req.submitted is not None:
+    if req.vc_config is not None or req.submitted is not None or req.lucid_data is not None:
         return _job_log_run(req, progress)
     if req.pollux:
         return simulate_pollux(req.trace, req.applications, policy=req.policy or "tiresias",
@@ -183,7 +185,8 @@ def _job_log_run(req: SimulateRequest, progress):
     solver = "highs" if req.solver == "auto" else req.solver
     return simulate_job_log(req.trace, req.vc_config, policy=req.policy or "fifo-helios",
                             window=parse_submitted(req.submitted), solver=solver, slot=req.slot, preset=req.preset,
-                            progress=progress)
+                            progress=progress, lucid_data=req.lucid_data, seed=req.seed,
+                            vc_scale=req.vc_scale)
 
 
 def _deadline_run(req: SimulateRequest, fields: dict, progress):

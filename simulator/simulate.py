@@ -276,13 +276,16 @@ def pollux_workload(trace: str | os.PathLike, applications: str | os.PathLike | 
 
 def job_log_workload(trace: str | os.PathLike, vc_config: str | os.PathLike | VcConfig, *,
                      window: tuple | None = None, lucid_data: str | os.PathLike | None = None,
-                     seed: int = 0) -> Workload:
+                     seed: int = 0, vc_scale: float = 1.0) -> Workload:
     """A Helios / Philly job log's GPU jobs in the VCs of ``vc_config`` (submitted within ``window``:
     :func:`~simulator.readers.helios_logs.read_job_log`) on those VCs' nodes, each job's work its run
     time in seconds (:class:`~simulator.rates.RunTimeRates`); with ``lucid_data`` (a folder holding
     Lucid's ``single_data.csv`` and ``colocate_info.csv``) each job's profiled workload is drawn by
-    ``seed`` and jobs may share GPUs at the measured pair speeds (:mod:`simulator.sharing`)."""
+    ``seed`` and jobs may share GPUs at the measured pair speeds (:mod:`simulator.sharing`);
+    ``vc_scale``: every VC at that multiple of its nodes (:meth:`VcConfig.scaled`)."""
     config = vc_config if isinstance(vc_config, VcConfig) else read_vc_config(vc_config)
+    if vc_scale != 1.0:
+        config = config.scaled(vc_scale)
     jobs = Jobs.from_job_log(read_job_log(trace, window=window, vcs=config.names))
     if lucid_data is None:
         return Workload(jobs, Cluster.of_vcs(config), RunTimeRates())
@@ -294,11 +297,11 @@ def simulate_job_log(trace: str | os.PathLike, vc_config: str | os.PathLike | Vc
                      policy: str = "fifo-helios", window: tuple | None = None, solver: str = "highs",
                      options: SolveOptions | None = None, slot: float | None = None, preset: str | None = None,
                      progress: Progress | None = None, lucid_data: str | os.PathLike | None = None, seed: int = 0,
-                     **policy_params) -> SimulationResult:
+                     vc_scale: float = 1.0, **policy_params) -> SimulationResult:
     """Replay a job log on its virtual clusters (:func:`job_log_workload`) under a slot ``policy``
     (every job on its VC's nodes only, gang-scheduled on its requested GPUs; sharing GPUs where
     ``lucid_data`` gives the jobs' profiles)."""
-    workload = job_log_workload(trace, vc_config, window=window, lucid_data=lucid_data, seed=seed)
+    workload = job_log_workload(trace, vc_config, window=window, lucid_data=lucid_data, seed=seed, vc_scale=vc_scale)
     return run(workload, policy=policy, solver=solver, options=options, progress=progress,
                policy_params=policy_params, slot=slot, preset=preset)
 

@@ -161,3 +161,21 @@ def test_additive_model_recovers_additive_targets(seed):
     model = AdditiveModel.fit(X, y, (True, False), ("k", "u"))
     assert np.abs(model.predict(X) - y).mean() < 0.2
     assert model.shapes()["k"] > model.shapes()["u"] > 0
+
+
+def test_request_runs_lucid_with_scaled_vcs(tmp_path):
+    """``simulate --lucid-data DIR --vc-scale F`` on a job log: lucid runs, every VC at F times its
+    nodes (at least one); without the profiles lucid is one clear error."""
+    from simulator.readers.lucid_measurements import read_vc_config
+    from simulator.request import SimulateRequest, run_request
+
+    jobs = [(t, 50 + 10 * t, 1 + t % 2, "v" if t % 3 else "w") for t in range(12)]
+    sharing_workload(tmp_path, jobs, {"v": 4, "w": 1}, [0] * 12)
+    log, config, data = tmp_path / "log.csv", tmp_path / "vc.csv", tmp_path / "lucid"
+    assert read_vc_config(config).scaled(0.25).as_dict() == {"v": 1, "w": 1}
+    req = SimulateRequest(trace=str(log), vc_config=str(config), lucid_data=str(data), vc_scale=0.25, policy="lucid")
+    result = run_request(req)
+    assert result.summary["jobs_completed"] == 12 and result.summary["gpus"] == 16
+    assert any(note.startswith("lucid: Workload Estimate Model") for note in result.summary["notes"])
+    with pytest.raises(ValueError, match="--lucid-data"):
+        run_request(SimulateRequest(trace=str(log), vc_config=str(config), policy="lucid"))

@@ -42,7 +42,8 @@ ALIASES = {"round": "round_length", "config": "config_file", "write_trace": "wri
 #: options a sweep cell cannot take (the sweep writes each cell's files itself)
 NOT_IN_CELLS = ("write_trace_to",)
 #: options that name files or folders
-PATHS = ("trace", "throughputs", "config_file", "cluster_spec", "throughput_dir", "applications")
+PATHS = ("trace", "throughputs", "config_file", "cluster_spec", "throughput_dir", "applications", "vc_config",
+         "lucid_data")
 
 
 class ExperimentError(ValueError):

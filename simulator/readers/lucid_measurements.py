@@ -52,6 +52,14 @@ class VcConfig:
         """VC id -> nodes."""
         return dict(zip(self.names, (int(n) for n in self.nodes), strict=True))
 
+    def scaled(self, factor: float) -> VcConfig:
+        """Every VC at ``factor`` times its nodes (rounded, at least one): a lighter or heavier load
+        of the same jobs."""
+        if not (factor > 0 and np.isfinite(factor)):
+            raise ValueError(f"VC scale must be a positive number, got {factor!r}")
+        nodes = np.maximum(np.round(self.nodes * factor), 1).astype(np.int64)
+        return VcConfig(self.names, nodes, self.gpus_per_node, f"{self.source} x {factor:g}")
+
 
 def read_vc_config(path: str | os.PathLike, *, gpus_per_node: int = GPUS_PER_NODE) -> VcConfig:
     """Read a VC config (module doc): two columns, VC id then nodes; ids unique."""
