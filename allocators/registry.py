@@ -124,6 +124,7 @@ SLOT_POLICIES: LazyClasses[SlotPolicy] = LazyClasses({
     "qssf": "allocators.helios.qssf:HeliosQssf",
     "tiresias-helios": "allocators.helios.tiresias:HeliosTiresias",
     "lucid": "allocators.lucid.lucid:Lucid",
+    "lucid-exact": "allocators.lucid.exact:LucidExact",
 })
 
 

@@ -179,3 +179,45 @@ def test_request_runs_lucid_with_scaled_vcs(tmp_path):
     assert any(note.startswith("lucid: Workload Estimate Model") for note in result.summary["notes"])
     with pytest.raises(ValueError, match="--lucid-data"):
         run_request(SimulateRequest(trace=str(log), vc_config=str(config), policy="lucid"))
+
+
+@given(st.integers(0, 2**31 - 1))
+def test_pairing_program_is_optimal(seed):
+    """The pairing program's choice is worth as much as the best of every assignment (brute force)."""
+    import itertools
+
+    from formulations.lucid_pairing import PairingProblem, solve_pairing
+
+    rng = np.random.default_rng(seed)
+    W, H = int(rng.integers(1, 4)), int(rng.integers(0, 3))
+    pairs = [(w, h) for w in range(W) for h in range(H) if rng.random() < 0.7]
+    problem = PairingProblem(rng.integers(1, 5, W), rng.uniform(0.1, 1, W), np.array([p[0] for p in pairs], int),
+                             np.array([p[1] for p in pairs], int), rng.uniform(0.01, 1, len(pairs)),
+                             int(rng.integers(0, 8)))
+    got = solve_pairing(problem)
+    value = problem.alone[got.alone].sum() + sum(problem.pair_value[i] for i, (w, h) in enumerate(pairs)
+                                                 if got.host[w] == h)
+    best = 0.0
+    for alone in itertools.product((0, 1), repeat=W):
+        if np.dot(alone, problem.gpus) > problem.free:
+            continue
+        free_jobs = [w for w in range(W) if not alone[w]]
+        for picks in itertools.product(*[[None] + [i for i, p in enumerate(pairs) if p[0] == w] for w in free_jobs]):
+            chosen = [i for i in picks if i is not None]
+            if len({pairs[i][1] for i in chosen}) < len(chosen):
+                continue
+            best = max(best, problem.alone[np.array(alone, bool)].sum() + problem.pair_value[chosen].sum())
+    assert value == pytest.approx(best, abs=1e-9)
+
+
+def test_lucid_exact_runs_every_job(tmp_path):
+    rng = np.random.default_rng(5)
+    jobs = [(int(t), int(d), int(g), "v") for t, d, g in zip(np.sort(rng.integers(0, 600, 40)),
+                                                             rng.integers(20, 300, 40), rng.choice([1, 2, 8], 40))]
+    workload = sharing_workload(tmp_path, jobs, {"v": 1}, rng.integers(0, 2, 40))
+    from allocators.lucid.exact import LucidExact
+
+    policy = LucidExact()
+    result = run(workload, policy)
+    assert result.summary["jobs_completed"] == 40 and policy.solves > 0
+    assert any(note.startswith("lucid-exact:") for note in result.summary["notes"])
