@@ -29,7 +29,7 @@ from simulator.simulate import simulate_job_log
 
 from .rows import write_rows
 
-POLICIES = ("fifo-helios", "sjf", "qssf", "tiresias-helios", "lucid")
+POLICIES = ("fifo-helios", "sjf", "qssf", "tiresias-helios", "lucid", "lucid-exact")
 WINDOWS = {"week": ("2017-10-01 00:00:00", "2017-10-07 23:59:00"), "whole": None}
 RESULTS = Path(__file__).parent / "results" / "lucid.csv"
 KEYS = ("window", "vc_scale", "policy")

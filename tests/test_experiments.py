@@ -233,7 +233,7 @@ policy = ["elasticflow", "edf"]
 
 
 @pytest.mark.parametrize("name", ["gavel_jct_vs_load", "shockwave_policies", "elasticflow_deadlines_vs_cluster",
-                                  "pollux_jct_vs_load"])
+                                  "pollux_jct_vs_load", "lucid_philly"])
 def test_every_example_reads_and_names_files_that_exist(name, shared_data):
     from pathlib import Path
 
@@ -242,5 +242,5 @@ def test_every_example_reads_and_names_files_that_exist(name, shared_data):
     assert cells and len({c.key for c in cells}) == len(cells)
     for cell in cells:
         req = cell.request(exp.base)
-        for path in (req.trace, req.throughputs, req.cluster_spec, req.throughput_dir):
+        for path in (req.trace, req.throughputs, req.cluster_spec, req.throughput_dir, req.vc_config, req.lucid_data):
             assert path is None or Path(path).exists(), path
