@@ -105,6 +105,8 @@ class JobsView:
     vc: np.ndarray | None = None
     #: (VCs + 1,) node offsets: VC k owns nodes ``vc_bounds[k]:vc_bounds[k + 1]`` (None without VCs)
     vc_bounds: np.ndarray | None = None
+    #: (VCs,) True for a VC any job may use (Lucid's profiling VC; None: none)
+    vc_open: np.ndarray | None = None
     #: the jobs' profiled workloads and measured pair speeds, where jobs may share GPUs
     #: (:class:`simulator.sharing.Sharing`; None: no sharing)
     sharing: object | None = None

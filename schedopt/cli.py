@@ -408,6 +408,9 @@ def simulate_command(
     vc_scale: float = typer.Option(1.0, help=(
         "Job logs: every VC at this multiple of its --vc-config nodes (rounded, at least 1): the same jobs at "
         "a lighter or heavier load.")),
+    profiling_nodes: int = typer.Option(0, help=(
+        "Job logs: that many nodes of the largest VC form an open profiling VC any job may use (Lucid's "
+        "profiler; its Philly runs: 2).")),
 ) -> None:
     """Replay a trace (Gavel, Shockwave, a Pollux workload, or with --cluster-spec and --throughput-dir an
     ElasticFlow / ITP deadline trace), or a generated workload, under any policy (see `schedopt policies`)

@@ -28,14 +28,32 @@ class VirtualClusters:
     ``nodes[k]`` whole nodes, numbered consecutively in VC order (VC 0 owns nodes ``0..nodes[0]-1``).
 
     The contract every policy runs under on such a cluster: a job whose ``vc`` is ``names[k]`` holds
-    GPUs only on VC k's nodes, so the GPUs its VC's jobs hold together never exceed the VC's."""
+    GPUs only on VC k's nodes, so the GPUs its VC's jobs hold together never exceed the VC's. An
+    ``open`` VC (Lucid's profiling VC, :meth:`with_profiling`) is the exception: any job may use its
+    nodes."""
 
     names: tuple[str, ...]
     nodes: np.ndarray
+    open: np.ndarray | None = None
 
     @classmethod
     def of_config(cls, config: VcConfig) -> VirtualClusters:
         return cls(tuple(config.names), np.asarray(config.nodes, dtype=np.int64))
+
+    def with_profiling(self, nodes: int, name: str = "profiling") -> VirtualClusters:
+        """``nodes`` nodes carved out of the largest VC (the first of the largest) into an open VC
+        ``name``, appended last (Lucid's profiler: two nodes of Philly's VC)."""
+        k = int(np.argmax(self.nodes))
+        if not 0 < nodes < self.nodes[k]:
+            raise ClusterSpecError(f"profiling nodes: {nodes} of the largest VC {self.names[k]}'s {int(self.nodes[k])} "
+                                   f"(at least 1, leaving it one)")
+        if name in self.names:
+            raise ClusterSpecError(f"profiling VC {name!r}: the cluster already has a VC of that name")
+        left = self.nodes.copy()
+        left[k] -= nodes
+        open_ = np.zeros(len(self.names) + 1, dtype=bool) if self.open is None else np.append(self.open, False)
+        open_[-1] = True
+        return VirtualClusters((*self.names, name), np.append(left, nodes), open_)
 
     @property
     def bounds(self) -> np.ndarray:

@@ -73,6 +73,7 @@ class SimulateRequest:
     submitted: str | None = None
     lucid_data: str | None = None
     vc_scale: float = 1.0
+    profiling_nodes: int = 0
 
     @classmethod
     def options(cls) -> tuple[str, ...]:
@@ -186,7 +187,7 @@ def _job_log_run(req: SimulateRequest, progress):
     return simulate_job_log(req.trace, req.vc_config, policy=req.policy or "fifo-helios",
                             window=parse_submitted(req.submitted), solver=solver, slot=req.slot, preset=req.preset,
                             progress=progress, lucid_data=req.lucid_data, seed=req.seed,
-                            vc_scale=req.vc_scale)
+                            vc_scale=req.vc_scale, profiling_nodes=req.profiling_nodes)
 
 
 def _deadline_run(req: SimulateRequest, fields: dict, progress):

@@ -276,32 +276,38 @@ def pollux_workload(trace: str | os.PathLike, applications: str | os.PathLike | 
 
 def job_log_workload(trace: str | os.PathLike, vc_config: str | os.PathLike | VcConfig, *,
                      window: tuple | None = None, lucid_data: str | os.PathLike | None = None,
-                     seed: int = 0, vc_scale: float = 1.0) -> Workload:
+                     seed: int = 0, vc_scale: float = 1.0, profiling_nodes: int = 0) -> Workload:
     """A Helios / Philly job log's GPU jobs in the VCs of ``vc_config`` (submitted within ``window``:
     :func:`~simulator.readers.helios_logs.read_job_log`) on those VCs' nodes, each job's work its run
     time in seconds (:class:`~simulator.rates.RunTimeRates`); with ``lucid_data`` (a folder holding
     Lucid's ``single_data.csv`` and ``colocate_info.csv``) each job's profiled workload is drawn by
     ``seed`` and jobs may share GPUs at the measured pair speeds (:mod:`simulator.sharing`);
-    ``vc_scale``: every VC at that multiple of its nodes (:meth:`VcConfig.scaled`)."""
+    ``vc_scale``: every VC at that multiple of its nodes (:meth:`VcConfig.scaled`);
+    ``profiling_nodes``: that many nodes of the largest VC form an open VC (Lucid's profiling VC,
+    :meth:`~simulator.cluster.VirtualClusters.with_profiling`)."""
     config = vc_config if isinstance(vc_config, VcConfig) else read_vc_config(vc_config)
     if vc_scale != 1.0:
         config = config.scaled(vc_scale)
     jobs = Jobs.from_job_log(read_job_log(trace, window=window, vcs=config.names))
+    cluster = Cluster.of_vcs(config)
+    if profiling_nodes:
+        cluster = replace(cluster, vcs=cluster.vcs.with_profiling(profiling_nodes))
     if lucid_data is None:
-        return Workload(jobs, Cluster.of_vcs(config), RunTimeRates())
+        return Workload(jobs, cluster, RunTimeRates())
     sharing = Sharing.read(lucid_data, jobs.ids, seed)
-    return Workload(jobs, Cluster.of_vcs(config), RunTimeRates(), notes=(sharing.describe(),), sharing=sharing)
+    return Workload(jobs, cluster, RunTimeRates(), notes=(sharing.describe(),), sharing=sharing)
 
 
 def simulate_job_log(trace: str | os.PathLike, vc_config: str | os.PathLike | VcConfig, *,
                      policy: str = "fifo-helios", window: tuple | None = None, solver: str = "highs",
                      options: SolveOptions | None = None, slot: float | None = None, preset: str | None = None,
                      progress: Progress | None = None, lucid_data: str | os.PathLike | None = None, seed: int = 0,
-                     vc_scale: float = 1.0, **policy_params) -> SimulationResult:
+                     vc_scale: float = 1.0, profiling_nodes: int = 0, **policy_params) -> SimulationResult:
     """Replay a job log on its virtual clusters (:func:`job_log_workload`) under a slot ``policy``
     (every job on its VC's nodes only, gang-scheduled on its requested GPUs; sharing GPUs where
     ``lucid_data`` gives the jobs' profiles)."""
-    workload = job_log_workload(trace, vc_config, window=window, lucid_data=lucid_data, seed=seed, vc_scale=vc_scale)
+    workload = job_log_workload(trace, vc_config, window=window, lucid_data=lucid_data, seed=seed, vc_scale=vc_scale,
+                                profiling_nodes=profiling_nodes)
     return run(workload, policy=policy, solver=solver, options=options, progress=progress,
                policy_params=policy_params, slot=slot, preset=preset)
 

@@ -221,3 +221,22 @@ def test_lucid_exact_runs_every_job(tmp_path):
     result = run(workload, policy)
     assert result.summary["jobs_completed"] == 40 and policy.solves > 0
     assert any(note.startswith("lucid-exact:") for note in result.summary["notes"])
+
+
+def test_profiler_runs_small_jobs_first_on_its_vc(tmp_path):
+    """A profiling VC of one node carved from v's two: a 50 s job of 1 GPU is done there; an 8-GPU
+    job skips it and holds v's node to 100 s; a 300 s job leaves the profiler after 80 s with its
+    progress, waits for v's node and runs its last 220 s there: 320 s."""
+    from dataclasses import replace
+
+    jobs = [(0, 50, 1, "v"), (0, 300, 2, "v"), (0, 100, 8, "v")]
+    workload = sharing_workload(tmp_path, jobs, {"v": 2}, [2, 2, 2])
+    cluster = workload.cluster
+    workload = replace(workload, cluster=replace(cluster, vcs=cluster.vcs.with_profiling(1)))
+    policy = Lucid()
+    result = run(workload, policy)
+    finish = result.jobs["finish"]
+    assert policy.profiled == 2
+    assert finish[0] == pytest.approx(50.0) and finish[2] == pytest.approx(100.0)
+    assert finish[1] == pytest.approx(320.0)
+    assert result.summary["preemptions"] == 1

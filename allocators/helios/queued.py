@@ -68,9 +68,9 @@ class HeliosPolicy(SlotPolicy):
     def release_ended(self, view: JobsView) -> None:
         self.release(view.state[self.entries[0]] != _RUNNING)
 
-    def start(self, view: JobsView, j: int) -> bool:
-        """Place job ``j`` in its VC now (consolidated); False when it does not fit."""
-        k = int(self.vc[j])
+    def start(self, view: JobsView, j: int, k: int | None = None) -> bool:
+        """Place job ``j`` in VC ``k`` (default: its own) now (consolidated); False when it does not fit."""
+        k = int(self.vc[j]) if k is None else k
         lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
         where = consolidate(self.free[lo:hi], int(view.requested[j]), view.gpus_per_node)
         if where is None:

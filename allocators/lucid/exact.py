@@ -24,19 +24,18 @@ from optim import SolveOptions
 class LucidExact(Lucid):
     name = "lucid-exact"
 
-    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, retrain_every: int = 500):
-        super().__init__(solver, options, retrain_every)
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, retrain_every: int = 500,
+                 profile_seconds: float = 80.0, profile_gpus: int = 4):
+        super().__init__(solver, options, retrain_every, profile_seconds, profile_gpus)
         self.solves = 0
         self.unsolved: list[str] = []
         self._seen: dict[int, tuple] = {}
 
     def allocate(self, view: JobsView) -> NodePlan:
-        arrived = self.arrivals(view)
-        self.release_ended(view)
+        arrived = self.profile(view, self.arrivals(view))
         for k, new in enumerate(arrived):
             queue = self.queues[k]
             if new.size:
-                self._estimate(view, new)
                 queue.extend(new.tolist())
                 queue.sort(key=self.priority.__getitem__)
             if queue:

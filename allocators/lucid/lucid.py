@@ -17,9 +17,16 @@
   on (the artifact's sharing walk does not stop at the first job that cannot start). Both jobs of a
   pair run at their measured pair speeds (:mod:`simulator.sharing`).
 
-Not modelled: Lucid's profiling VC (its least-GPU-first profiler runs short jobs on two nodes of
-their own, for at most 80 s on Philly) and the system tuner's throughput forecast (Venus only; on
-Philly the artifact's sharing is always on, as here).
+- **Profiler** (on a cluster with an open VC, ``--profiling-nodes``: the artifact's Philly runs
+  carve 2 nodes out of the cluster): an arriving job of at most ``profile_gpus`` GPUs (Philly: 2
+  nodes x factor 2 = 4) queues for the profiling VC first, least GPUs first (ties in arrival
+  order), and runs there for at most ``profile_seconds`` (Philly: 80 s), placed consolidated while
+  the queue's head fits; a job done by then is done, the others join their VC's queue (their
+  progress kept: the artifact starts them over in a parallel simulation of the VCs, here the
+  profiler's run is real work on one timeline).
+
+Not modelled: the system tuner's throughput forecast (Venus only; on Philly the artifact's sharing
+is always on, as here).
 """
 
 from __future__ import annotations
@@ -44,11 +51,21 @@ class Lucid(HeliosPolicy):
     name = "lucid"
     system = "Lucid"
 
-    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, retrain_every: int = 500):
+    def __init__(self, solver: str = "highs", options: SolveOptions | None = None, retrain_every: int = 500,
+                 profile_seconds: float = 80.0, profile_gpus: int = 4):
         super().__init__(solver, options)
         if retrain_every < 1:
             raise ValueError(f"lucid: retrain_every must be >= 1, got {retrain_every}")
+        if not profile_seconds > 0 or profile_gpus < 1:
+            raise ValueError(f"lucid: profile_seconds must be > 0 and profile_gpus >= 1, got {profile_seconds} and "
+                             f"{profile_gpus}")
         self.retrain_every = retrain_every
+        self.profile_seconds, self.profile_gpus = float(profile_seconds), int(profile_gpus)
+        #: the profiling VC (None: none), its queue, and each job on it with its start there
+        self.prof: int | None = None
+        self.prof_queue: list[int] = []
+        self.profiling: dict[int, float] = {}
+        self.profiled = 0
         self.queues: list[list[int]] = []
         #: guest job -> the job whose GPUs it shares
         self.host_of: dict[int, int] = {}
@@ -79,19 +96,54 @@ class Lucid(HeliosPolicy):
         self.running: list[int] = []
         self.paired = 0
         self._duration = view.duration
+        if view.vc_open is not None and view.vc_open.any():
+            self.prof = int(np.flatnonzero(view.vc_open)[0])
 
     def allocate(self, view: JobsView) -> NodePlan:
-        arrived = self.arrivals(view)
-        self.release_ended(view)
+        arrived = self.profile(view, self.arrivals(view))
         for k, new in enumerate(arrived):
             queue = self.queues[k]
             if new.size:
-                self._estimate(view, new)
                 queue.extend(new.tolist())
                 queue.sort(key=self.priority.__getitem__)
             started = {j for j in queue if self._start_or_share(view, j, k)}
             self.queues[k] = [j for j in queue if j not in started]
         return self.plan()
+
+    def profile(self, view: JobsView, arrived: list[np.ndarray]) -> list[np.ndarray]:
+        """Ended jobs released, arrivals estimated; with a profiling VC, the arrivals it takes queue
+        for it, the jobs whose profiling time is up leave it, and its queue starts (module doc).
+        Returns the jobs that join each VC's queue now."""
+        self.release_ended(view)
+        for new in arrived:
+            if new.size:
+                self._estimate(view, new)
+        if self.prof is None:
+            return arrived
+        out = [list(new[view.requested[new] > self.profile_gpus]) for new in arrived]
+        small = np.concatenate([new[view.requested[new] <= self.profile_gpus] for new in arrived])
+        small = small[np.argsort(view.submit[small], kind="stable")].tolist()
+        self.prof_queue.extend(small)
+        self.prof_queue.sort(key=view.requested.__getitem__)
+        up = [j for j, t in self.profiling.items() if view.now >= t + self.profile_seconds - 1e-9]
+        if up:
+            self.release(np.isin(self.entries[0], up))
+            for j in up:
+                del self.profiling[j]
+                out[int(self.vc[j])].append(j)
+        started = 0
+        for j in self.prof_queue:
+            if not self.start(view, j, self.prof):
+                break
+            self.profiling[j] = view.now
+            started += 1
+        self.profiled += started
+        del self.prof_queue[:started]
+        return [np.array(sorted(jobs, key=view.submit.__getitem__), dtype=np.int64) for jobs in out]
+
+    def next_decision(self, view: JobsView) -> float:
+        """When the first job on the profiling VC is due to leave it."""
+        return min(self.profiling.values(), default=np.inf) + self.profile_seconds
 
     def _start_or_share(self, view: JobsView, j: int, k: int) -> bool:
         host = self._partner(view, j, k) if view.requested[j] <= SHARE_MAX_GPUS else None
@@ -131,6 +183,9 @@ class Lucid(HeliosPolicy):
         self.release(state[jobs] != _RUNNING)
         done = [j for j in self.running if state[j] == _DONE]
         self.running = [j for j in self.running if state[j] == _RUNNING]
+        for j in [j for j in self.profiling if state[j] != _RUNNING]:
+            del self.profiling[j]
+            done.append(j)
         self.ended.extend(done)
 
     def plan(self) -> NodePlan:
@@ -174,7 +229,9 @@ class Lucid(HeliosPolicy):
                 f"interactions) on {', '.join(FEATURES)}, refit {self.fits} time(s) on ended jobs only, every "
                 f"{self.retrain_every} ends; {jobs.size} jobs estimated by it, mean absolute error of their "
                 f"durations {mae}; {self.paired} jobs started on another job's GPUs",
-                "lucid: the profiling VC (least-GPU-first profiler) is not modelled"]
+                f"lucid: profiler: {self.profiled} jobs of at most {self.profile_gpus} GPUs profiled for at most "
+                f"{self.profile_seconds:g} s" if self.prof is not None else
+                "lucid: no profiling VC (--profiling-nodes): every job queues in its VC at once"]
 
 
 __all__ = ["Lucid"]

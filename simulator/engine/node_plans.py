@@ -5,7 +5,7 @@ A policy's plan is checked before it runs (errors name the policy, the job and w
 - a node plan (:class:`~allocators.slot_plans.NodePlan`, or the dense (J, nodes) array it stands
   for): GPUs >= 0, one entry per job and node, active jobs only, no node over its GPUs (a guest
   sharing a host's GPUs takes none of its own: pairs only, measured pair speeds), and on a
-  cluster with VCs every job only on its VC's nodes;
+  cluster with VCs every job only on its VC's nodes (or an open VC's);
 - a GPU-count plan on a cluster with VCs: no VC over its GPUs (the engine then places each job
   inside its VC, :func:`simulator.buddy.place_in_vcs`).
 """
@@ -59,7 +59,10 @@ def checked_node_plan(raw, view: JobsView, node_vc: np.ndarray, name: str, job_i
     if over.size:
         raise SimulationError(f"{name} put {int(load[over[0]])} GPUs on node {int(over[0])} of {view.gpus_per_node}")
     if view.vc is not None:
-        outside = np.flatnonzero(node_vc[plan.nodes] != view.vc[plan.jobs])
+        outside = node_vc[plan.nodes] != view.vc[plan.jobs]
+        if view.vc_open is not None:
+            outside &= ~view.vc_open[node_vc[plan.nodes]]
+        outside = np.flatnonzero(outside)
         if outside.size:
             e = outside[0]
             j, node = int(plan.jobs[e]), int(plan.nodes[e])

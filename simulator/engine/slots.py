@@ -38,7 +38,7 @@ import numpy as np
 from allocators.slot_plans import Charge, JobState, JobsView, NodePlan, SlotPolicy
 from simulator.buddy import RankSetCache, place, place_in_vcs
 from simulator.coadaptive import CoAdaptiveJobs
-from simulator.engine.clock import SimulationError
+from simulator.engine.clock import SimulationError, check_horizon
 from simulator.engine.node_plans import changed_jobs, check_vc_counts, checked_node_plan, empty_plan
 from simulator.executor import Executor, FailedLeases, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
@@ -116,7 +116,7 @@ class Slots:
             executed=np.zeros(J), attained=np.zeros(J), release=np.full(J, np.nan),
             overhead_floor=self.overhead.base if policy.charge is Charge.EVERY_DECISION else 0.0,
             batch_size=w.trace.batch_size, nodes=self.nodes, coadaptive=self.coadaptive, vc=w.job_vc,
-            vc_bounds=vc_bounds, sharing=w.sharing, speed=np.ones(J),
+            vc_bounds=vc_bounds, sharing=w.sharing, speed=np.ones(J), vc_open=None if w.vcs is None else w.vcs.open,
         )
         #: GPUs held as guests on other jobs' GPUs since the last decision (not busy GPUs of their own)
         self._guest_gpus = 0
@@ -143,6 +143,9 @@ class Slots:
         self._admit_seconds = 0.0
         self.stalled = 0
         self.started = _time.perf_counter()
+        fastest = np.max(np.where(self.view.allowed(np.arange(J)), rates, 0.0), axis=1, initial=0.0)
+        alone = np.divide(self.view.remaining, fastest, out=np.zeros(J), where=fastest > 0)
+        check_horizon(w.trace.source, w.job_ids, w.submit, w.iterations, fastest, alone)
 
     def start(self, first_arrival: float) -> float:
         """The first decision: at the first arrival, on the grid at the first slot boundary after it."""
