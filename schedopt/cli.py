@@ -465,6 +465,7 @@ def run_command(
     """Run a trace for real under any policy: the simulator's rounds or slots, each leased job training a
     reference PyTorch model in a Ray task that holds its GPUs; reports what `simulate` does plus measured
     against planned steps/s per job."""
+    check_out_dir(out, overwrite)
     try:
         from runtime_bridge.real_run import DeadlineInputs, run_for_real
         from runtime_bridge.workloads import MODEL_SIZES
@@ -478,7 +479,6 @@ def run_command(
         raise ValueError(f"--model-size {model_size!r}: expected one of {', '.join(MODEL_SIZES)}")
     if address is not None and slots is not None:
         raise ValueError("--slots is for a local Ray; the cluster at --address brings its own GPUs or slots")
-    check_out_dir(out, overwrite)
     say = functools.partial(err.print, soft_wrap=True)
     slotted = is_slot_policy(policy)
     if not slotted and policy_class(policy).uses_pairs:

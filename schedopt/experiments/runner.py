@@ -25,7 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.files import ResultsExistError, check_out_dir, write_atomically
+from simulator.files import ResultsExistError, check_out_dir, interrupts_held, write_atomically
 
 from .spec import Cell, Experiment
 
@@ -168,8 +168,10 @@ def _execute(cells: list[Cell], base: str, workers: int, address: str | None) ->
             yield cell, execute_cell(cell.options, cell.axes, cell.key, base)
         return
     with ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts) as pool:
-        pending: dict[Future, Cell] = {pool.submit(execute_cell, c.options, c.axes, c.key, base): c for c in cells}
+        pending: dict[Future, Cell] = {}
         try:
+            with interrupts_held():  # the workers are forked holding Ctrl-C back, until they ignore it
+                pending.update((pool.submit(execute_cell, c.options, c.axes, c.key, base), c) for c in cells)
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
