@@ -6,7 +6,8 @@
 Each policy replays Philly (``pollux/traces/philly.csv``) on Helios' Philly virtual clusters
 (``lucid/philly/vc_config.csv``, 8 GPUs a node), every job on its VC's nodes, each job's profiled
 workload drawn (seed 0) from Lucid's measurements (``lucid/``), which only ``lucid`` reads (to share
-GPUs at the measured pair speeds). Windows: the artifact's week (2017-10-01 to 10-07) and with
+GPUs at the measured pair speeds; ``lucid`` and ``lucid-exact`` also get the artifact's profiling VC,
+2 nodes of the largest VC). Windows: the artifact's week (2017-10-01 to 10-07) and with
 ``--whole`` the whole trace; ``--scales``: every VC at that multiple of its nodes (1.0: Helios'
 sizes). Writes ``benchmarks/results/lucid.csv``: per (window, scale, policy) the jobs, average JCT,
 mean and 99.9th-percentile queueing delay, average JCT of large (> 8 GPUs) and small jobs, the
@@ -33,12 +34,15 @@ POLICIES = ("fifo-helios", "sjf", "qssf", "tiresias-helios", "lucid", "lucid-exa
 WINDOWS = {"week": ("2017-10-01 00:00:00", "2017-10-07 23:59:00"), "whole": None}
 RESULTS = Path(__file__).parent / "results" / "lucid.csv"
 KEYS = ("window", "vc_scale", "policy")
+#: the nodes Lucid's Philly runs carve out of the cluster for its profiler (its ``profiler_config``)
+PROFILING_NODES = 2
 
 
 def run_one(data: Path, window: str, scale: float, policy: str) -> dict:
     tic = time.perf_counter()
     result = simulate_job_log(data / "pollux" / "traces" / "philly.csv", data / "lucid" / "philly" / "vc_config.csv",
-                              policy=policy, window=WINDOWS[window], lucid_data=data / "lucid", vc_scale=scale)
+                              policy=policy, window=WINDOWS[window], lucid_data=data / "lucid", vc_scale=scale,
+                              profiling_nodes=PROFILING_NODES if policy.startswith("lucid") else 0)
     s = result.summary
     notes = " ".join(s["notes"])
     shared = re.search(r"(\d+) jobs started on another job's GPUs", notes)

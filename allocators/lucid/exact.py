@@ -44,8 +44,7 @@ class LucidExact(Lucid):
         return self.plan()
 
     def _decide(self, view: JobsView, k: int, queue: list[int]) -> set[int]:
-        busy = set(self.host_of) | set(self.host_of.values())
-        hosts = np.array([h for h in self.running if self.vc[h] == k and h not in busy], dtype=np.int64)
+        hosts = np.array([h for h in self.running[k] if not self.sharing_now[h]], dtype=np.int64)
         lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
         free = int(self.free[lo:hi].sum())
         signature = (tuple(queue), tuple(hosts.tolist()), free)
@@ -69,12 +68,13 @@ class LucidExact(Lucid):
         for w in np.flatnonzero(pairing.host >= 0).tolist():
             j, h = int(waiting[w]), int(hosts[pairing.host[w]])
             self.host_of[j] = h
+            self.sharing_now[[j, h]] = True
             self.paired += 1
             started.add(j)
         for w in np.flatnonzero(pairing.alone).tolist():
             if self.start(view, int(waiting[w])):
                 started.add(int(waiting[w]))
-        self.running.extend(j for j in queue if j in started)
+        self.running[k].extend(j for j in queue if j in started)
         return started
 
     def _pairs(self, view: JobsView, waiting: np.ndarray, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

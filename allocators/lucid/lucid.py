@@ -93,7 +93,14 @@ class Lucid(HeliosPolicy):
         self.by_model = np.zeros(J, dtype=bool)
         self.ended: list[int] = []
         self.fitted_on = 0
-        self.running: list[int] = []
+        #: per VC, its running jobs in start order; a VC's version counts the changes that may let a job
+        #: that could not start start now (GPUs freed, a job alone that may host); a job that failed
+        #: at the current version is not tried again
+        self.running: list[list[int]] = [[] for _ in self.queues]
+        self.version = [0] * len(self.queues)
+        self.failed_at = np.full(J, -1)
+        #: the jobs in a pair now (neither may take another partner)
+        self.sharing_now = np.zeros(J, dtype=bool)
         self.paired = 0
         self._duration = view.duration
         if view.vc_open is not None and view.vc_open.any():
@@ -101,12 +108,20 @@ class Lucid(HeliosPolicy):
 
     def allocate(self, view: JobsView) -> NodePlan:
         arrived = self.profile(view, self.arrivals(view))
+        self._hosts: dict[int, tuple] = {}
         for k, new in enumerate(arrived):
             queue = self.queues[k]
             if new.size:
                 queue.extend(new.tolist())
                 queue.sort(key=self.priority.__getitem__)
-            started = {j for j in queue if self._start_or_share(view, j, k)}
+            started = set()
+            for j in queue:
+                if self.failed_at[j] == self.version[k]:
+                    continue
+                if self._start_or_share(view, j, k):
+                    started.add(j)
+                else:
+                    self.failed_at[j] = self.version[k]
             self.queues[k] = [j for j in queue if j not in started]
         return self.plan()
 
@@ -149,25 +164,31 @@ class Lucid(HeliosPolicy):
         host = self._partner(view, j, k) if view.requested[j] <= SHARE_MAX_GPUS else None
         if host is not None:
             self.host_of[j] = host
+            self.sharing_now[[j, host]] = True
             self.paired += 1
-        elif not self.start(view, j):
+        elif self.start(view, j):
+            self.version[k] += 1
+        else:
             return False
-        self.running.append(j)
+        self.running[k].append(j)
         return True
 
     def _partner(self, view: JobsView, j: int, k: int) -> int | None:
         """The first running job, in start order, that job ``j`` may share with (module doc)."""
-        busy = set(self.host_of) | set(self.host_of.values())
-        room = self.sharing.memory_mb - self.gmem[j]
-        for h in self.running:
-            if h in busy or self.vc[h] != k or view.requested[h] != view.requested[j]:
-                continue
-            if self.gmem[h] < room and self.label[h] + self.label[j] <= LABEL_BUDGET and \
-                    self.priority[j] <= 2 * self.priority[h]:
-                mine, theirs = self.sharing.pair(np.array([j]), np.array([h]))
-                if np.isfinite(mine[0]) and np.isfinite(theirs[0]):
-                    return h
-        return None
+        running = self.running[k]
+        if not running:
+            return None
+        cached = self._hosts.get(k)
+        if cached is None or cached[0].size != len(running):
+            hosts = np.array(running)
+            cached = self._hosts[k] = (hosts, view.requested[hosts], self.gmem[hosts], self.label[hosts],
+                                       self.priority[hosts], self.sharing.profile[hosts])
+        hosts, gpus, gmem, label, priority, profile = cached
+        p = self.sharing.profile[j]
+        ok = (gpus == view.requested[j]) & ~self.sharing_now[hosts] & (gmem < self.sharing.memory_mb - self.gmem[j]) \
+            & (label + self.label[j] <= LABEL_BUDGET) & (self.priority[j] <= 2 * priority) & \
+            np.isfinite(self.sharing.speed[p, profile]) & np.isfinite(self.sharing.speed[profile, p])
+        return int(hosts[np.argmax(ok)]) if ok.any() else None
 
     def release_ended(self, view: JobsView) -> None:
         """Ended guests leave their hosts; a host that ended hands its GPUs to its guest; then the
@@ -180,13 +201,24 @@ class Lucid(HeliosPolicy):
             elif state[h] != _RUNNING:
                 jobs[jobs == h] = g
                 del self.host_of[g]
+            else:
+                continue
+            self.sharing_now[[g, h]] = False
+            self.version[int(self.vc[h])] += 1
         self.release(state[jobs] != _RUNNING)
-        done = [j for j in self.running if state[j] == _DONE]
-        self.running = [j for j in self.running if state[j] == _RUNNING]
+        done = [j for running in self.running for j in running if state[j] == _DONE]
+        self.running = [[j for j in running if state[j] == _RUNNING] for running in self.running]
         for j in [j for j in self.profiling if state[j] != _RUNNING]:
             del self.profiling[j]
             done.append(j)
         self.ended.extend(done)
+
+    def release(self, gone: np.ndarray) -> None:
+        """The entries ``gone`` released; their VCs' versions move on."""
+        if gone.any():
+            for k in np.unique(np.searchsorted(self.bounds, self.entries[1][gone], side="right") - 1).tolist():
+                self.version[k] += 1
+        super().release(gone)
 
     def plan(self) -> NodePlan:
         own = super().plan()

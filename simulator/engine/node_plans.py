@@ -81,13 +81,22 @@ def _check_sharing(plan: NodePlan, view: JobsView, name: str, job_ids: np.ndarra
         j = int(plan.jobs[guest][0])
         raise SimulationError(f"{name} put job {job_ids[j]} on another job's GPUs, but the workload has no measured "
                               f"pair speeds to share GPUs at (give the jobs' profiles: --lucid-data)")
-    own = {(int(j), int(n)): int(g) for j, n, g in zip(plan.jobs[~guest], plan.nodes[~guest], plan.gpus[~guest])}
-    for j, n, g, h in zip(plan.jobs[guest].tolist(), plan.nodes[guest].tolist(), plan.gpus[guest].tolist(),
-                          plan.host[guest].tolist()):
-        if h == j or own.get((h, n)) != g:
-            raise SimulationError(f"{name} put job {job_ids[j]} on {g} GPU(s) of job {job_ids[h]} on node {n}, "
-                                  f"which holds {own.get((h, n), 0)} there as its own: a guest shares a host's GPUs "
-                                  f"one to one")
+    width = int(max(plan.nodes.max(initial=0), 0)) + 1
+    own_keys = plan.jobs[~guest] * width + plan.nodes[~guest]
+    order = np.argsort(own_keys)
+    keys, own_gpus = np.append(own_keys[order], -1), np.append(plan.gpus[~guest][order], 0)  # -1: no such entry
+    want = plan.host[guest] * width + plan.nodes[guest]
+    at = np.minimum(np.searchsorted(keys[:-1], want), keys.size - 2) if keys.size > 1 else np.full(want.size, -1)
+    held = keys[at] == want
+    gpus = np.where(held, own_gpus[at], 0)
+    bad = np.flatnonzero(~held | (gpus != plan.gpus[guest]) | (plan.host[guest] == plan.jobs[guest]))
+    if bad.size:
+        e = bad[0]
+        j, n, g, h = (int(plan.jobs[guest][e]), int(plan.nodes[guest][e]), int(plan.gpus[guest][e]),
+                      int(plan.host[guest][e]))
+        raise SimulationError(f"{name} put job {job_ids[j]} on {g} GPU(s) of job {job_ids[h]} on node {n}, "
+                              f"which holds {int(gpus[e])} there as its own: a guest shares a host's GPUs "
+                              f"one to one")
     guests, hosts = plan.jobs[guest], plan.host[guest]
     pairs = np.unique(np.stack([guests, hosts], axis=1), axis=0)
     if np.unique(pairs[:, 0]).size != pairs.shape[0] or np.unique(pairs[:, 1]).size != pairs.shape[0] or \
