@@ -43,7 +43,7 @@ from formulations import AllocationProblem, JobPairs, ProblemError
 from optim import OptimError, tally
 from simulator.adaptive import AdaptiveJobs
 from simulator.combos import Combos
-from simulator.engine.clock import SimulationError
+from simulator.engine.clock import SimulationError, check_horizon
 from simulator.engine.presets import get_preset
 from simulator.executor import Executor, Leases, SimulatedExecutor
 from simulator.mechanism import Mechanism
@@ -114,7 +114,9 @@ def type_order(workload: RoundView) -> list[int]:
 class Rounds:
     """The round clock: a decision at every round boundary (the end of the latest lease of the
     round, or the next arrival when nothing could run). ``executor`` runs each round's leases
-    (default: :class:`SimulatedExecutor`, every planned step done)."""
+    (default: :class:`SimulatedExecutor`, every planned step done). A run past
+    :data:`~simulator.engine.clock.HORIZON` is refused when the clock is built (the jobs of the
+    window, each at its fastest type's rate, or its forced completion where sooner)."""
 
     def __init__(self, workload: RoundView, policy: Policy, config: SimulationConfig | None = None,
                  prices: np.ndarray | None = None, executor: Executor | None = None):
@@ -163,6 +165,10 @@ class Rounds:
         must_finish = np.zeros(J, dtype=bool)
         must_finish[slice(*cfg.window) if cfg.window else slice(None)] = True
         self.must_finish = must_finish
+        must, steps = np.flatnonzero(must_finish), self.jobs.total_steps
+        fastest = self.jobs.rates.max(axis=1)
+        alone = np.minimum(np.divide(steps, fastest, out=np.zeros(J), where=fastest > 0), self.deadline)
+        check_horizon(workload.trace.source, must, self.arrivals[must], steps[must], fastest[must], alone[must])
         self.left = int(must_finish.sum())
         #: jobs arrived or left since the last solve; the schedule stalled at the last decision
         self.changed, self.stalled = False, False

@@ -71,7 +71,9 @@ class SlotConfig:
 
 class Slots:
     """The slot clock: after a decision at t the next is at max(t + Δ, earliest event); a
-    policy's integer plan of GPUs per job, placed on nodes, is the interval's leases."""
+    policy's integer plan of GPUs per job, placed on nodes, is the interval's leases. A run past
+    :data:`~simulator.engine.clock.HORIZON` is refused when the clock is built (any job, at its
+    fastest allowed count)."""
 
     def __init__(self, workload: SlotView, policy: SlotPolicy, config: SlotConfig | None = None,
                  executor: Executor | None = None):
