@@ -18,7 +18,7 @@ from simulator.engine import Engine, SlotConfig
 from simulator.engine.clock import SimulationError
 from simulator.simulate import job_log_workload
 from simulator.views import slot_view
-from tests.test_helios_fifo import write_log
+from tests.test_helios_fifo import vc_workloads, write_log
 
 #: three workloads: A and B share well (labels 0, 1), C badly (2); A beside B runs at 0.8, B beside A at 0.5
 PROFILES = ("model,dataset,batchsize,amp,speed,gpu_util,gmem_util,gmem,label\n"
@@ -240,3 +240,45 @@ def test_profiler_runs_small_jobs_first_on_its_vc(tmp_path):
     assert finish[0] == pytest.approx(50.0) and finish[2] == pytest.approx(100.0)
     assert finish[1] == pytest.approx(320.0)
     assert result.summary["preemptions"] == 1
+
+
+@given(vc_workloads(), st.booleans(), st.integers(0, 2**16))
+def test_lucid_runs_jobs_inside_their_vcs(tmp_path_factory, case, profiler, seed):
+    """Under lucid (and lucid-exact) every plan keeps each job on its VC's nodes or the profiling VC's,
+    no node over its own GPUs, a job on all its requested GPUs or none, every guest on a host; every
+    job that fits its VC finishes."""
+    from dataclasses import replace
+
+    from allocators.lucid.exact import LucidExact
+
+    jobs, layout = case
+    tmp = tmp_path_factory.mktemp("lucid")
+    rng = np.random.default_rng(seed)
+    workload = sharing_workload(tmp, jobs, layout, rng.integers(0, 3, len(jobs)))
+    vcs = workload.cluster.vcs
+    if profiler and vcs.nodes.max() > 1:
+        workload = replace(workload, cluster=replace(workload.cluster, vcs=vcs.with_profiling(1)))
+    for cls in (Lucid, LucidExact):
+        plans = []
+
+        class Recording(cls):
+            def allocate(self, view):
+                plan = super().allocate(view)
+                plans.append(plan)
+                return plan
+
+        view = slot_view(workload, None, cls.name)
+        result = Engine(view, Recording(), SlotConfig(slot=1.0, preset="helios")).run()
+        bounds = view.vcs.bounds
+        node_vc = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
+        open_ = np.zeros(len(bounds) - 1, bool) if view.vcs.open is None else view.vcs.open
+        for plan in plans:
+            host = np.full(plan.jobs.size, -1) if plan.host is None else plan.host
+            assert ((node_vc[plan.nodes] == view.job_vc[plan.jobs]) | open_[node_vc[plan.nodes]]).all()
+            own = host < 0
+            assert (np.bincount(plan.nodes[own], weights=plan.gpus[own], minlength=node_vc.size) <= 8).all()
+            held = plan.per_job(len(view.job_vc))
+            assert ((held == 0) | (held == view.requested)).all()
+            assert np.isin(host[~own], plan.jobs[own]).all()
+        fits = np.array([job[2] <= layout[job[3]] * 8 for job in jobs])
+        assert (result.jobs["state"][fits] == "finished").all()
