@@ -97,16 +97,19 @@ def _check_sharing(plan: NodePlan, view: JobsView, name: str, job_ids: np.ndarra
         raise SimulationError(f"{name} put job {job_ids[j]} on {g} GPU(s) of job {job_ids[h]} on node {n}, "
                               f"which holds {int(gpus[e])} there as its own: a guest shares a host's GPUs "
                               f"one to one")
-    guests, hosts = plan.jobs[guest], plan.host[guest]
-    pairs = np.unique(np.stack([guests, hosts], axis=1), axis=0)
-    if np.unique(pairs[:, 0]).size != pairs.shape[0] or np.unique(pairs[:, 1]).size != pairs.shape[0] or \
-            np.isin(pairs[:, 0], plan.jobs[~guest]).any() or np.isin(pairs[:, 1], pairs[:, 0]).any():
+    J = len(view.state)
+    keys = np.unique(plan.jobs[guest] * J + plan.host[guest])
+    guests, hosts = keys // J, keys % J
+    is_guest, is_own = np.zeros(J, dtype=bool), np.zeros(J, dtype=bool)
+    is_guest[guests], is_own[plan.jobs[~guest]] = True, True
+    if np.count_nonzero(is_guest) != keys.size or np.bincount(hosts, minlength=J).max() > 1 or \
+            is_own[guests].any() or is_guest[hosts].any():
         raise SimulationError(f"{name} returned a sharing plan that is not pairs: each guest job shares one host's "
                               f"GPUs on all its entries, and each host has one guest")
-    mine, theirs = sharing.pair(pairs[:, 0], pairs[:, 1])
+    mine, theirs = sharing.pair(guests, hosts)
     unmeasured = np.flatnonzero(np.isnan(mine) | np.isnan(theirs))
     if unmeasured.size:
-        a, b = pairs[unmeasured[0]]
+        a, b = guests[unmeasured[0]], hosts[unmeasured[0]]
         raise SimulationError(f"{name} put jobs {job_ids[a]} and {job_ids[b]} on the same GPUs, a pair of workloads "
                               f"whose speeds together were not measured")
 
