@@ -6,9 +6,9 @@ is off while the modules load and their objects are then frozen out of its gener
 collection during the imports only walks objects that live as long as the process (about
 30 ms of CPU per run, ``benchmarks/README.md``).
 
-An interrupt (Ctrl-C) ends any command with one line on stderr and exit status 130, and leaves
-every file it wrote whole (``simulator.files``); once the command has ended, Ctrl-C is ignored
-while the interpreter exits.
+An interrupt (Ctrl-C) ends any command with one line on stderr and exit status 130 at once, and
+leaves every file it wrote whole (``simulator.files``); once a command has ended, Ctrl-C is
+ignored while the interpreter exits.
 """
 
 import gc
@@ -30,9 +30,26 @@ def main() -> None:
         cli_main()
     except KeyboardInterrupt:  # while the modules load (the command line reports its own)
         sys.stderr.write("schedopt: interrupted\n")
-        sys.exit(130)
+        exit_now(130)
+    except SystemExit as end:
+        if end.code == 130:  # interrupted, and said so
+            exit_now(130)
+        raise
     finally:  # the command has ended: a later Ctrl-C would only break the interpreter's exit
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def exit_now(status: int) -> None:
+    """End the process with ``status`` at once, its output flushed. After an interrupt the
+    interpreter's own exit could end it by SIGINT instead (CPython marks a KeyboardInterrupt
+    raised inside ``exec`` of a string, as dataclasses build their methods, unhandled even once
+    caught) or crash in a library's teardown."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 if __name__ == "__main__":

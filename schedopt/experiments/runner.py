@@ -177,10 +177,10 @@ def _execute(cells: list[Cell], base: str, workers: int, address: str | None) ->
                 for future in done:
                     yield pending.pop(future), future.result()
         finally:
-            if pending:  # interrupted: cancel the cells not started, end the running ones
-                for future in pending:
-                    future.cancel()
-                for process in list(pool._processes.values()):  # terminate_workers() from Python 3.14
+            if pending:  # interrupted: drop the cells not started, end the running ones
+                workers = list(pool._processes.values())  # terminate_workers() from Python 3.14
+                pool.shutdown(wait=False, cancel_futures=True)
+                for process in workers:
                     process.terminate()
 
 
