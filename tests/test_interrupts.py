@@ -268,6 +268,8 @@ def test_an_interrupted_real_run_keeps_whole_checkpoints_and_is_refused_until_ov
         assert sorted(p.name for p in (path / "checkpoints").iterdir()) == ["job-0.pt", "job-1.pt"]
         leases = table(path / "leases.csv")
         assert leases and all(lease["reason"] == "" for lease in leases)
+        first = {lease["job"]: lease["start_step"] for lease in reversed(leases)}
+        assert first == {"0": "0", "1": "0"}  # from step 0, not from the interrupted run's checkpoints
 
     # once at a random moment of the imports or Ray's start (which holds Ctrl-C back until Ray is
     # up, then stops it), then, where that kept nothing, in its re-run while the jobs train
