@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
@@ -12,7 +11,6 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
-from typer.core import TyperGroup
 
 from allocators import ALL_POLICIES, ProgramClass, UnknownPolicyError, is_slot_policy, make_policy
 from allocators.registry import policy_class
@@ -42,6 +40,7 @@ from simulator.simulate import EXAMPLE, default_solver
 
 from .check_command import register as register_check
 from .experiment_commands import register as register_experiments
+from .interrupts import Commands, interrupt_said
 from .output import (
     console,
     count_bar,
@@ -49,34 +48,8 @@ from .output import (
     print_allocation,
     print_fidelity,
     progress_bar,
-    say_interrupted,
     show_result,
 )
-
-
-class Commands(TyperGroup):
-    """The command group: an interrupt (Ctrl-C) while it reads the command line ends with one line
-    and exit status 130, as one inside a command does (:func:`user_errors`)."""
-
-    def make_context(self, *args, **kwargs):
-        with interrupt_said():
-            return super().make_context(*args, **kwargs)
-
-    def invoke(self, ctx):
-        with interrupt_said():
-            return super().invoke(ctx)
-
-
-@contextlib.contextmanager
-def interrupt_said(out: Path | None = None):
-    """End an interrupt (KeyboardInterrupt) in the block with one line (:func:`say_interrupted`:
-    what ``out`` holds) and exit status 130."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        say_interrupted(out=out)
-        raise typer.Exit(130) from None
-
 
 app = typer.Typer(
     cls=Commands,
@@ -437,7 +410,11 @@ def run_command(
         "GPUs per worker type \\[default: the table's first worker type with --slots GPUs]")),
     throughputs: Path | None = typer.Option(None, help=(
         "Throughput table in Gavel's JSON format, e.g. from `schedopt profile` \\[default: built-in].")),
-    address: str | None = typer.Option(None, help="Address of a running Ray cluster \\[default: start Ray here]."),
+    address: str | None = typer.Option(None, help=(
+        "Address of a running Ray cluster \\[default: start Ray here]; nodes advertising the worker types "
+        "as resources (--resources '{\"v100\": 4}') run the leases of their type.")),
+    checkpoint_dir: Path | None = typer.Option(None, help=(
+        "The jobs' checkpoints, a folder every Ray node reads \\[default: DIR/checkpoints, else a temporary one].")),
     time_scale: float = typer.Option(0.01, help=(
         "Wall-clock seconds a lease trains per simulated second; its steps are credited / time scale, "
         "at most the planned steps.")),
@@ -502,11 +479,12 @@ def run_command(
         args = {"solver": solver_spec, "cluster": spec, "throughputs": table, "config": config,
                 "deadlines": deadlines, "slot": slot, "preset": preset}
     with tempfile.TemporaryDirectory(prefix="schedopt-run-") as scratch:
-        folder = out / "checkpoints" if out is not None else Path(scratch)
-        with progress_bar(progress, "decisions" if slotted else "solves") as report:
+        folder = checkpoint_dir or (out / "checkpoints" if out is not None else Path(scratch))
+        with progress_bar(progress, "decisions" if slotted else "solves", "running") as report:
             run = run_for_real(jobs, policy=policy, checkpoints=folder, time_scale=time_scale,
                                model_size=model_size, address=address, slots=slots,
-                               compare_simulation=compare_simulation, progress=report, **args)
+                               compare_simulation=compare_simulation, progress=report, planned=lambda wall: say(
+                                   f"expected wall time: {wall:,.1f} s (simulated makespan x time scale)"), **args)
     result = run.result
     show_result(result, None)
     console.print(f"leases failed: {result.summary['failed_leases']} ({result.summary['redone_gpu_seconds']:,.0f} "

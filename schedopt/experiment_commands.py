@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from .output import console, count_bar, err, say_interrupted
+from .interrupts import say_interrupted
+from .output import console, count_bar, err
 
 
 def register(app: typer.Typer, user_errors) -> None:

@@ -8,7 +8,6 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from simulator.files import held_results
 from simulator.reports import allocation_frame
 
 #: no emoji codes: a name or window such as ``jobs 100:300`` is printed as it is (and rich's
@@ -108,12 +107,13 @@ def print_fidelity(fidelity) -> None:
 
 
 class progress_bar:
-    """A rich progress line (simulated time, jobs done, solves or re-plans and the last one's
-    time), redrawn at most 10 times a second."""
+    """A rich progress line (``label``, jobs done, simulated time, solves or re-plans and the last
+    one's time), redrawn at most 10 times a second."""
 
-    def __init__(self, enabled: bool, solves: str = "solves"):
+    def __init__(self, enabled: bool, solves: str = "solves", label: str = "simulating"):
         self.enabled = enabled and err.is_terminal
         self.solves = solves
+        self.label = label
 
     def __enter__(self):
         if not self.enabled:
@@ -128,7 +128,7 @@ class progress_bar:
             TimeElapsedColumn,
         )
 
-        self._bar = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
+        self._bar = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(),
                              TextColumn("jobs  t={task.fields[t]}  " + self.solves + "={task.fields[solves]} "
                                         "(last {task.fields[last]})"),
                              TimeElapsedColumn(), console=err, transient=True)
@@ -228,13 +228,3 @@ def print_deadline_summary(s: dict) -> None:
              f"({s['preset']} settings): "
              f"{s['jobs']} jobs, {s['decisions']} decisions", rows, s["notes"])
 
-
-def say_interrupted(note: str = "", out: Path | None = None) -> None:
-    """One line on stderr: the command was interrupted (Ctrl-C), then ``note``, or what the output
-    folder ``out`` was left holding (every file in it whole)."""
-    held = held_results(out)
-    if not note and held:
-        note = (f"{out} holds part of the results ({', '.join(held[:3])}{', ...' if len(held) > 3 else ''}; "
-                f"each file whole): run the command again with --overwrite to replace them")
-    err.print("schedopt: interrupted" + (f"; {note}" if note else ""), markup=False, highlight=False,
-              soft_wrap=True)
