@@ -249,17 +249,19 @@ class RayExecutor(Executor):
         return np.divide(planned, seconds, out=np.full(planned.shape, np.nan), where=seconds > 0)
 
     def _start(self, address: str | None, slots: int) -> None:
-        """Start Ray here, or connect to the cluster at ``address``, unless Ray is running in this
-        process. Ctrl-C is held back until Ray has started (or stopped, by :meth:`close`): one
-        that cuts either short leaves Ray's threads running into the process's exit, which then
-        crashes (SIGSEGV)."""
+        """Start Ray here (a Ray of its own, not one a ``ray start`` on this machine registered;
+        ``RAY_ADDRESS`` still names a cluster to join), or connect to the cluster at ``address``,
+        unless Ray is running in this process. Ctrl-C is held back until Ray has started (or
+        stopped, by :meth:`close`): one that cuts either short leaves Ray's threads running into
+        the process's exit, which then crashes (SIGSEGV)."""
         if ray.is_initialized():
             return
         quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
         with interrupts_held():
             self.started = True
             if address is None:
-                ray.init(num_cpus=slots, resources={"slot": slots}, include_dashboard=False, **quiet)
+                ray.init(address="local", num_cpus=slots, resources={"slot": slots}, include_dashboard=False,
+                         **quiet)
             else:
                 ray.init(address=address, **quiet)
 
