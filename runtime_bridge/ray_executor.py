@@ -7,7 +7,10 @@ checkpoint folder. For a round, every lease becomes one Ray task, all submitted 
 and awaited together: the task resumes the job from its checkpoint, trains (see Credit
 below; :func:`~runtime_bridge.training.train_lease`), saves the checkpoint and reports the
 steps it trained and their seconds. A task holds ``num_gpus=<scale>`` on a Ray cluster with
-GPUs and else ``resources={"slot": <scale>}``, emulated GPU slots. A job of one GPU
+GPUs and else ``resources={"slot": <scale>}``, emulated GPU slots; on a cluster whose nodes
+advertise the run's worker types as resources (``{"v100": 4}``, emulated or next to real
+GPUs), it holds ``<scale>`` of its planned type instead, pinned to the node
+:func:`~runtime_bridge.placement.place` chose (never split over nodes). A job of one GPU
 trains in the task's process; a job of several trains data-parallel in as many processes
 the task starts (``torch.distributed``: NCCL on its GPUs, gloo on CPUs). Every process
 trains on the threads its profile measured with
@@ -31,7 +34,8 @@ out of memory, node lost) or it does not end within its wall budget plus ``grace
 seconds (the task is then cancelled). A failed lease credits nothing; the job's checkpoint
 is the one its last successful lease saved (saves are atomic), so its next lease resumes
 there. While a lease runs, ``job-<id>.pid`` in the checkpoint folder holds its worker's
-process id (left behind when the worker dies).
+process id (left behind when the worker dies). The checkpoint folder must be one every node
+reads and writes (a shared path on a cluster of several machines), so a job resumes on any node.
 """
 
 from __future__ import annotations
@@ -46,12 +50,14 @@ import numpy as np
 import ray
 import ray.exceptions
 import torch
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from simulator.executor import Executor, LeaseResults, Leases
 from simulator.files import interrupts_held, write_atomically
 
 from .data_parallel import train_data_parallel_lease
 from .job_map import workload_spec
+from .placement import labelled_gpus, place, typed_nodes
 from .profiler import threads_per_gpu
 from .training import train_lease
 from .workloads import WorkloadSpec, make_workload
@@ -64,6 +70,7 @@ LEASE_FAILURES = (
     ray.exceptions.OutOfMemoryError,
     ray.exceptions.TaskCancelledError,
     ray.exceptions.ObjectLostError,
+    ray.exceptions.TaskUnschedulableError,
 )
 
 
@@ -72,7 +79,8 @@ class LeaseRecord:
     """One lease as it ran: the round (from 1), its simulated start, the job, its GPUs,
     the planned steps and their simulated seconds, its wall-clock budget, the step counter it
     resumed from and the steps trained in ``seconds`` of wall clock (None / 0 when it failed),
-    the steps credited, and why it failed ("" when it did not)."""
+    the steps credited, why it failed ("" when it did not), its planned worker type and the Ray
+    node it ran on (placed on, when it failed; "" when it never got one)."""
 
     round: int
     start: float
@@ -86,6 +94,8 @@ class LeaseRecord:
     seconds: float
     credited: int
     reason: str = ""
+    worker_type: str = ""
+    node: str = ""
 
     @property
     def failed(self) -> bool:
@@ -114,17 +124,25 @@ def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str,
     return report.start_step, report.steps, report.seconds
 
 
+def _lease(*args) -> tuple[int, int, float, str]:
+    """:func:`_train` in a Ray task, with the id of the node it ran on."""
+    return (*_train(*args), ray.get_runtime_context().get_node_id())
+
+
 #: workers are reused by every lease (Ray's default for GPU tasks is a new process per task, whose
 #: start, CUDA context and first kernels then fall into every round)
-_train_remote = ray.remote(max_retries=0, max_calls=0)(_train)
+_train_remote = ray.remote(max_retries=0, max_calls=0)(_lease)
 
 
 class RayExecutor(Executor):
     """Runs each round's leases as Ray tasks (see the module docstring).
 
     ``job_types``: the trace's job type per job id; ``checkpoints``: the folder of the jobs'
-    checkpoints. Ray is started locally with ``slots`` emulated GPU slots (and as many
+    checkpoints; ``worker_types``: the cluster's worker type names, by the leases' type index.
+    Ray is started locally with ``slots`` emulated GPU slots (and as many
     CPUs) unless it is already running in this process or ``address`` names a cluster;
+    leases go to nodes by worker type (``typed``) when its nodes advertise every one of
+    ``worker_types``, else to any node's GPUs or slots;
     :meth:`close` (or leaving the ``with`` block) stops a Ray this executor started. Each
     job trains :func:`~runtime_bridge.job_map.workload_spec` of its job type, each of its
     processes on ``threads`` CPU threads (default: :func:`~runtime_bridge.profiler.threads_per_gpu`
@@ -132,7 +150,7 @@ class RayExecutor(Executor):
 
     def __init__(self, job_types: Sequence[str], checkpoints: str | os.PathLike, *, time_scale: float = 0.01,
                  model_size: str = "tiny", address: str | None = None, slots: int = 1, grace: float = 120.0,
-                 threads: int | None = None):
+                 threads: int | None = None, worker_types: Sequence[str] = ()):
         if not time_scale > 0:
             raise ValueError(f"time scale must be > 0, got {time_scale}")
         if slots < 1:
@@ -144,12 +162,22 @@ class RayExecutor(Executor):
         self.folder.mkdir(parents=True, exist_ok=True)
         self.time_scale = time_scale
         self.grace = grace
+        self.worker_types = tuple(worker_types)
         self.started = False
         try:
             self._start(address, slots)
             resources = ray.cluster_resources()
             self.uses_gpus = resources.get("GPU", 0) > 0
-            self.capacity = int(resources.get("GPU" if self.uses_gpus else "slot", 0))
+            labelled = [t for t in self.worker_types if resources.get(t, 0) > 0]
+            if labelled and len(labelled) < len(self.worker_types):
+                missing = sorted(set(self.worker_types) - set(labelled))
+                raise ValueError(f"the Ray cluster's nodes advertise worker types {', '.join(labelled)} but not "
+                                 f"{', '.join(missing)}")
+            self.typed = bool(labelled)
+            #: GPUs (or slots) per worker type the cluster registered at the start; untyped: one total
+            self.capacities = (labelled_gpus(self.worker_types, self.live_nodes()) if self.typed else
+                               {"": int(resources.get("GPU" if self.uses_gpus else "slot", 0))})
+            self.capacity = sum(self.capacities.values())
             if self.capacity == 0:
                 raise ValueError("the Ray cluster has neither GPUs nor 'slot' resources to lease")
             if threads is None:
@@ -170,21 +198,40 @@ class RayExecutor(Executor):
         """The file holding the worker pid of ``job``'s running lease."""
         return self.folder / f"job-{job}.pid"
 
+    def check_fits(self, gpus: dict[str, int], needs: str = "the cluster has") -> None:
+        """Raise ValueError (``needs`` N GPUs; ...) unless the Ray cluster registered ``gpus``
+        (GPUs per worker type)."""
+        need = gpus if self.typed else {"": sum(gpus.values())}
+        for t, n in need.items():
+            if n > self.capacities.get(t, 0):
+                raise ValueError(f"{needs} {n} {t + ' ' if t else ''}GPUs; the Ray cluster holds "
+                                 f"{self.capacities.get(t, 0)} {'GPUs' if self.uses_gpus else 'slots'}"
+                                 f"{' of that type' if t else ''}")
+
+    def live_nodes(self):
+        """The live Ray nodes that advertise the worker types (:func:`~runtime_bridge.placement.typed_nodes`)."""
+        return typed_nodes(self.worker_types, ray.nodes())
+
     def execute(self, leases: Leases) -> LeaseResults:
         self.rounds += 1
         n = leases.jobs.size
         if n == 0:
             return LeaseResults(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
-        if int(leases.gpus.sum()) > self.capacity:
-            raise ValueError(f"round {self.rounds} leases {int(leases.gpus.sum())} GPUs; the Ray cluster has "
-                             f"{self.capacity} {'GPUs' if self.uses_gpus else 'slots'}")
+        types = [self.worker_types[t] if t < len(self.worker_types) else str(t) for t in leases.types.tolist()]
+        need: dict[str, int] = {}
+        for t, g in zip(types, leases.gpus.tolist()):
+            need[t] = need.get(t, 0) + g
+        self.check_fits(need, f"round {self.rounds} leases")
+        placed = place(types, leases.gpus.tolist(), self.live_nodes()) if self.typed else [("", "")] * n
         budgets = leases.budgets() * self.time_scale
         # the real steps that earn the plan (the tolerance keeps 8870 x 0.1 from rounding up to 888)
         caps = np.ceil(leases.steps * self.time_scale - 1e-9).astype(np.int64)
-        refs = [self._submit(int(job), int(gpus), int(cap), float(budget))
-                for job, gpus, cap, budget in zip(leases.jobs, leases.gpus, caps, budgets)]
+        refs = [None if refused else self._submit(int(job), types[i], int(gpus), node, int(cap), float(budget))
+                for i, (job, gpus, cap, budget, (node, refused)) in enumerate(zip(leases.jobs, leases.gpus, caps,
+                                                                                  budgets, placed))]
+        submitted = [ref for ref in refs if ref is not None]
         timeout = float(budgets.max()) + self.grace
-        ready, late = ray.wait(refs, num_returns=n, timeout=timeout)
+        ready, late = ray.wait(submitted, num_returns=len(submitted), timeout=timeout) if submitted else ([], [])
         for ref in late:
             ray.cancel(ref, force=True)
         ended = set(ready)
@@ -192,28 +239,35 @@ class RayExecutor(Executor):
         took = np.zeros(n)
         for i, ref in enumerate(refs):
             job, planned = int(leases.jobs[i]), int(leases.steps[i])
+            node, reason = placed[i]
             record = {"round": self.rounds, "start": leases.start, "job": job, "gpus": int(leases.gpus[i]),
                       "planned": planned, "planned_seconds": float(leases.seconds[i]),
-                      "budget_seconds": float(budgets[i])}
-            reason = "" if ref in ended else f"lease did not end within {timeout:.1f} s (cancelled)"
+                      "budget_seconds": float(budgets[i]), "worker_type": types[i]}
+            if not reason and ref not in ended:
+                reason = f"lease did not end within {timeout:.1f} s (cancelled)"
             if not reason:
                 try:
-                    start_step, trained, seconds = ray.get(ref)
+                    start_step, trained, seconds, node = ray.get(ref)
                 except LEASE_FAILURES as exc:
                     reason = _reason(exc)
             if reason:
                 failed[i], reasons[job] = True, reason
                 self.log.append(LeaseRecord(**record, start_step=None, trained=0, seconds=0.0, credited=0,
-                                            reason=reason))
+                                            reason=reason, node=node))
                 continue
             steps[i] = min(planned, round(trained / self.time_scale))
             took[i] = seconds / self.time_scale
             self.log.append(LeaseRecord(**record, start_step=start_step, trained=trained, seconds=seconds,
-                                        credited=int(steps[i])))
+                                        credited=int(steps[i]), node=node))
         return LeaseResults(steps, failed, reasons, took)
 
-    def _submit(self, job: int, gpus: int, steps: int, seconds: float):
-        held = {"num_gpus": gpus} if self.uses_gpus else {"num_cpus": 0, "resources": {"slot": gpus}}
+    def _submit(self, job: int, worker_type: str, gpus: int, node: str, steps: int, seconds: float):
+        held = {"num_gpus": gpus} if self.uses_gpus else {"num_cpus": 0}
+        if self.typed:
+            held |= {"resources": {worker_type: gpus},
+                     "scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False)}
+        elif not self.uses_gpus:
+            held |= {"resources": {"slot": gpus}}
         return _train_remote.options(**held).remote(
             asdict(self.specs[job]), str(self.checkpoint(job)), steps, seconds, "cuda" if self.uses_gpus else "cpu",
             gpus, self.threads, str(self.marker(job)))
@@ -221,13 +275,15 @@ class RayExecutor(Executor):
     def lease_table(self) -> dict[str, np.ndarray]:
         """Every lease as a column table (``leases.csv``): :class:`LeaseRecord`'s fields plus
         ``credited_over_planned``: where a real run falls behind its simulation, lease by lease."""
-        fields = [name for name in LeaseRecord.__dataclass_fields__ if name != "reason"]
+        text = ("reason", "worker_type", "node")
+        fields = [name for name in LeaseRecord.__dataclass_fields__ if name not in text]
         table = {name: np.array([getattr(lease, name) for lease in self.log], dtype=float) for name in fields}
         for name in ("round", "job", "gpus", "planned", "trained", "credited"):
             table[name] = table[name].astype(np.int64)
         table["credited_over_planned"] = np.divide(table["credited"], table["planned"],
                                                    out=np.full(len(self.log), np.nan), where=table["planned"] > 0)
-        table["reason"] = np.array([lease.reason for lease in self.log], dtype=object)
+        for name in text:
+            table[name] = np.array([getattr(lease, name) for lease in self.log], dtype=object)
         return table
 
     def measured_rates(self) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 from simulator.readers.elasticflow_traces import read_deadline_trace
 from simulator.readers.node_cluster import read_cluster_spec
 from simulator.readers.traces import Trace
-from simulator.simulate import simulate, simulate_deadlines
+from simulator.simulate import gpu_type_of, simulate, simulate_deadlines
 
 from .fidelity import Fidelity, compare
 from .ray_executor import RayExecutor
@@ -49,32 +49,39 @@ class DeadlineInputs:
 
 def run_for_real(jobs: Trace | DeadlineInputs, *, policy: str, checkpoints: str | os.PathLike,
                  time_scale: float, model_size: str, address: str | None, slots: int | None,
-                 compare_simulation: bool, progress: Callable | None = None, **simulate_args) -> RealRun:
+                 compare_simulation: bool, progress: Callable | None = None,
+                 planned: Callable[[float], None] | None = None, **simulate_args) -> RealRun:
     """``policy`` on ``jobs`` with each lease trained by Ray (``simulate_args``: what the simulator
-    call of the trace's kind takes: solver, cluster, throughputs, config, deadlines, slot). Every
-    job starts from step 0: the job checkpoints an earlier run left in ``checkpoints`` (finished or
-    interrupted) are removed first."""
+    call of the trace's kind takes: solver, cluster, throughputs, config, deadlines, slot). The trace
+    is simulated first: ``planned`` gets the expected wall-clock seconds of the run (the simulated
+    makespan times ``time_scale``) before Ray starts. Every job starts from step 0: the job
+    checkpoints an earlier run left in ``checkpoints`` (finished or interrupted; a folder every Ray
+    node reads, of this run's own) are removed first. Leases go to nodes by their worker type where
+    the Ray cluster's nodes advertise the cluster's worker types (:class:`RayExecutor`)."""
     _remove_checkpoints(Path(checkpoints))
     if isinstance(jobs, DeadlineInputs):
         trace = read_deadline_trace(jobs.trace)
         job_types = [f"{m} (batch size {b})" for m, b in zip(trace.model, trace.batch_size)]
-        gpus = read_cluster_spec(jobs.cluster_spec).num_gpus
+        worker_types = (jobs.gpu_type or gpu_type_of(jobs.throughput_dir) or "gpu",)
+        gpus = {worker_types[0]: read_cluster_spec(jobs.cluster_spec).num_gpus}
 
         def simulated(executor=None, report=None):
             return simulate_deadlines(trace, jobs.cluster_spec, jobs.throughput_dir, policy=policy,
                                       gpu_type=jobs.gpu_type, progress=report, executor=executor, **simulate_args)
     else:
         job_types = list(jobs.job_types)
-        gpus = int(simulate_args["cluster"].gpus.sum())
+        worker_types = simulate_args["cluster"].worker_types
+        gpus = dict(zip(worker_types, simulate_args["cluster"].gpus.astype(int).tolist()))
 
         def simulated(executor=None, report=None):
             return simulate(jobs, policy=policy, progress=report, executor=executor, **simulate_args)
 
+    simulation = simulated()
+    if planned is not None:
+        planned(simulation.summary["makespan"] * time_scale)
     with RayExecutor(job_types, checkpoints, time_scale=time_scale, model_size=model_size, address=address,
-                     slots=slots or gpus) as executor:
-        if gpus > executor.capacity:
-            raise ValueError(f"the cluster has {gpus} GPUs; the Ray cluster holds {executor.capacity} "
-                             f"{'GPUs' if executor.uses_gpus else 'slots'}")
+                     slots=slots or sum(gpus.values()), worker_types=worker_types) as executor:
+        executor.check_fits(gpus)
         result = simulated(executor, progress)
         measured, listed = executor.measured_rates(), executor.table_rates()
         leases = executor.lease_table()
@@ -86,7 +93,7 @@ def run_for_real(jobs: Trace | DeadlineInputs, *, policy: str, checkpoints: str 
                           lease_credited_over_planned=leases["credited"].sum() / planned if planned else float("nan"))
     fidelity = None
     if compare_simulation:
-        fidelity = compare(result, simulated())
+        fidelity = compare(result, simulation)
         result.summary.update(fidelity.summary_fields())
     return RealRun(result, leases, fidelity)
 
