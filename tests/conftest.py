@@ -19,3 +19,14 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"published reference data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def deadline_inputs(tmp_path):
+    """A cluster spec (4 GPUs) and a folder of iteration tables for a deadline run."""
+    spec = tmp_path / "n1g4.csv"
+    spec.write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,1,4,16,64\n")
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "bert.csv").write_text("global_batch_size,1,2,4\n64,1.0,1.8,3.2\n")
+    return ["--cluster-spec", str(spec), "--throughput-dir", str(tables)]

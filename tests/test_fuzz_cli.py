@@ -23,17 +23,6 @@ CHRONUS = ("job_id,user,num_gpu,submit_time,iterations,model_name,duration,inter
            "expect_value_list,best_effort,job_type\n1,u,1,0,100,bert,10,1,5,1,{flag},strict\n")
 
 
-@pytest.fixture
-def deadline_inputs(tmp_path):
-    """A cluster spec and a folder of iteration tables for a deadline run."""
-    spec = tmp_path / "n1g4.csv"
-    spec.write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,1,4,16,64\n")
-    tables = tmp_path / "tables"
-    tables.mkdir()
-    (tables / "bert.csv").write_text("global_batch_size,1,2,4\n64,1.0,1.8,3.2\n")
-    return ["--cluster-spec", str(spec), "--throughput-dir", str(tables)]
-
-
 CASES = {
     "gavel steps": ("t.trace", GAVEL.format(steps=BIG, scale=1), False, ":1: column 6 (total_steps): out of range"),
     "gavel scale": ("t.trace", GAVEL.format(steps=100, scale=BIG), False, ":1: column 7 (scale_factor): out of range"),

@@ -44,17 +44,6 @@ def invoke(args: list[str], seconds: float = 20.0):
     return result, time.perf_counter() - tick
 
 
-@pytest.fixture
-def deadline_inputs(tmp_path):
-    """A cluster spec (4 GPUs) and a folder of iteration tables for a deadline run."""
-    spec = tmp_path / "n1g4.csv"
-    spec.write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,1,4,16,64\n")
-    tables = tmp_path / "tables"
-    tables.mkdir()
-    (tables / "bert.csv").write_text("global_batch_size,1,2,4\n64,1.0,1.8,3.2\n")
-    return ["--cluster-spec", str(spec), "--throughput-dir", str(tables)]
-
-
 def ef_row(job: int, submit: str, iterations: str, ddl: str = LATEST_DDL) -> str:
     return f"{job},{submit},{iterations},bert,{ddl},64,1,10\n"
 
