@@ -6,6 +6,9 @@ advertising 1 ``p100`` slot each."""
 import io
 import json
 import logging
+import os
+import signal
+import threading
 
 import numpy as np
 import pytest
@@ -57,8 +60,10 @@ def test_place_puts_each_lease_on_one_node_of_its_type_largest_first_best_fit():
 
 @pytest.fixture(scope="module")
 def cluster():
+    # a lost node is declared dead within about a second (health checks every 0.3 s)
+    checks = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 300, "health_check_failure_threshold": 3}
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"slot": 4},
-                                                          "include_dashboard": False})
+                                                          "include_dashboard": False, "_system_config": checks})
     try:
         for resources in NODES:
             nodes.add_node(num_cpus=1, resources=resources)
@@ -194,3 +199,52 @@ def test_cli_runs_on_the_cluster_with_the_expected_wall_time_a_progress_bar_and_
     for row in rows:
         cells = dict(zip(columns, row.split(",")))
         assert cells["worker_type"] in types[cells["node"]]
+
+
+
+class Rejoining(RayExecutor):
+    """A run whose round 2 loses a p100 node (its raylet SIGKILLed, by pid, while its lease
+    trains) and whose round 4 finds a new p100 node started (from this thread, as Ray wants)."""
+
+    def __init__(self, cluster, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cluster, self.lost, self.rejoined = cluster, [], []
+
+    def execute(self, leases):
+        if self.rounds == 1:
+            threading.Timer(0.5, self.kill).start()
+        if self.rounds == 3:
+            self.rejoined.append(self.cluster.add_node(num_cpus=1, resources={"p100": 1}).node_id)
+        return super().execute(leases)
+
+    def kill(self):
+        node = next(n for n in self.cluster.worker_nodes if n.node_id in {lease.node for lease in self.log
+                                                                          if lease.worker_type == "p100"})
+        os.kill(node.all_processes["raylet"][0].process.pid, signal.SIGKILL)
+        self.lost.append(node.node_id)
+        self.cluster.remove_node(node, allow_graceful=False)
+
+
+def test_a_killed_node_fails_its_leases_whose_jobs_resume_elsewhere_and_a_rejoined_node_is_used(cluster, tmp_path):
+    # rounds of 150 s at 20 steps/s: leases train for most of their 1.5 s budgets (a tiny ResNet does
+    # 15-40 steps/s here), so the kill lands mid-lease; every job needs 3 rounds or more
+    steps, round_length = 9000, 150.0
+    trace, table = write_jobs(tmp_path, [("ResNet-18 (batch size 8)", 1, steps, 0.0)] * 4)
+    table = ThroughputTable(TYPES, table.keys, table.isolated * 20 / RATE, table.unconsolidated)
+    with Rejoining(cluster, trace.job_types, tmp_path / "ckpt", time_scale=SCALE, worker_types=TYPES) as executor:
+        result = simulate(trace, policy="max_min_fairness_perf", cluster="v100=2,p100=2", throughputs=table,
+                          round_length=round_length, executor=executor)
+    assert any("NodeDiedError" in lease.reason for lease in executor.log)
+    lost, rejoined = executor.lost, executor.rejoined
+    failed = [lease for lease in executor.log if lease.failed]
+    assert failed and all(lease.credited == 0 for lease in failed)
+    assert any(lease.node == lost[0] for lease in failed)
+    assert rejoined[0] in {lease.node for lease in executor.log if not lease.failed and lease.round > failed[-1].round}
+    assert set(result.jobs["state"].tolist()) <= {"finished", "failed"}  # none lost
+    assert result.summary["jobs_completed"] + result.summary["jobs_failed"] == 4
+    assert result.summary["redone_gpu_seconds"] == pytest.approx(sum(lease.planned_seconds * lease.gpus
+                                                                     for lease in failed))
+    for job in np.flatnonzero(result.jobs["state"] == "finished"):
+        done = [lease for lease in executor.log if lease.job == job and not lease.failed]
+        assert [lease.start_step for lease in done] == list(np.cumsum([0] + [le.trained for le in done[:-1]]))
+        assert sum(lease.credited for lease in done) == steps
