@@ -316,9 +316,14 @@ def test_an_interrupt_while_files_are_written_leaves_the_ones_written_whole(comm
     k = data.draw(st.integers(1, files), label="SIGINT while writing file")
     out = tmp_path_factory.mktemp(command) / "out"
     args = {"simulate": SIMULATE, "bench": BENCH, "report": ["report", str(run_folder)]}[command]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(os, "replace", interrupt_write(k))
-        result = invoke([*args, "--out", str(out)])
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's process has it, whatever
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})          # earlier tests (Ray) left
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(os, "replace", interrupt_write(k))
+            result = invoke([*args, "--out", str(out)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert result.exit_code == 130 and len(assert_whole(out)) == k, result.output
     held = held_results(out)
     assert_one_line(result.stderr, "schedopt: interrupted", str(out) if held else None)
