@@ -191,7 +191,7 @@ def same_run(reference: Path):
 
 def test_an_interrupted_simulate_leaves_whole_files_and_is_refused_until_overwrite(tmp_path):
     seconds = timed([*SIMULATE, "--out", "reference"], tmp_path)
-    for i, delay in enumerate(delays("simulate", seconds, 2)):
+    for i, delay in enumerate(delays("simulate", seconds, 1)):
         interrupt_and_rerun(tmp_path, SIMULATE, f"cut-{i}", delay, same_run(tmp_path / "reference"))
 
 
@@ -209,7 +209,7 @@ def test_an_interrupted_sweep_resumes_to_the_uninterrupted_results(tmp_path):
         for row in rows["reference"]:
             same_run(tmp_path / "reference" / "cells" / row["key"])(path / "cells" / row["key"])
 
-    for i, delay in enumerate(delays("sweep", seconds, 2)):
+    for i, delay in enumerate(delays("sweep", seconds, 1)):
         interrupt_and_rerun(tmp_path, args, f"cut-{i}", delay, same, resumes=True)
 
 
