@@ -204,7 +204,8 @@ def test_cli_runs_on_the_cluster_with_the_expected_wall_time_a_progress_bar_and_
 
 class Rejoining(RayExecutor):
     """A run whose round 2 loses a p100 node (its raylet SIGKILLed, by pid, while its lease
-    trains) and whose round 4 finds a new p100 node started (from this thread, as Ray wants)."""
+    trains) and whose round 3 finds a new p100 node started (from this thread, as Ray wants; the
+    jobs may all be done by round 4)."""
 
     def __init__(self, cluster, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -213,8 +214,9 @@ class Rejoining(RayExecutor):
     def execute(self, leases):
         if self.rounds == 1:
             threading.Timer(0.5, self.kill).start()
-        if self.rounds == 3:
+        if self.rounds == 2:
             self.rejoined.append(self.cluster.add_node(num_cpus=1, resources={"p100": 1}).node_id)
+            self.cluster.wait_for_nodes()  # registered before this round's placement reads the nodes
         return super().execute(leases)
 
     def kill(self):
