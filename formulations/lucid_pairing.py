@@ -72,6 +72,11 @@ def solve_pairing(problem: PairingProblem, solver: str = "highs", time_limit: fl
     """The program solved by ``solver``; where it gives no solution, nothing starts and the note
     says why."""
     W = problem.gpus.size
+    best_pair = np.zeros(W)
+    np.maximum.at(best_pair, problem.pair_job, problem.pair_value)
+    if problem.gpus.sum() <= problem.free and (problem.alone >= best_pair).all():
+        # every job fits alone and is worth most alone: that is optimal (no row binds), no solve
+        return Pairing(np.ones(W, dtype=bool), np.full(W, -1), Status.OPTIMAL)
     result = solve(build(problem).canonical(), solver, SolveOptions(time_limit=time_limit), check=False)
     if result.status not in _SOLVED or not result.has_solution:
         why = f"{solver}: {result.status}" + (f" ({result.message})" if result.message else "")
