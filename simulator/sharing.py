@@ -47,10 +47,6 @@ class Sharing:
         """The jobs' GPU memory alone (MB)."""
         return self.profiles.gmem[self.profile[jobs]]
 
-    def label(self, jobs: np.ndarray) -> np.ndarray:
-        """The jobs' packing labels as profiled (0: shares well .. 2: badly)."""
-        return self.profiles.label[self.profile[jobs]]
-
     def describe(self) -> str:
         return (f"each job's workload drawn uniformly from the {len(self.profiles)} profiled ones of "
                 f"{self.profiles.source} (seed {self.seed}); pair speeds measured")
@@ -63,10 +59,6 @@ class Sharing:
         profiles = read_profiles(folder / PROFILES_FILE)
         speed = pair_speeds(profiles, read_colocations(folder / PAIRS_FILE))
         return cls(profiles, draw_profiles(np.asarray(job_ids), profiles, seed), speed, seed=seed)
-
-    def take(self, rows: np.ndarray) -> Sharing:
-        """The same measurements for the jobs ``rows`` only (in that order)."""
-        return Sharing(self.profiles, self.profile[rows], self.speed, self.memory_mb, self.seed)
 
 
 def shared_speeds(host: np.ndarray, jobs: np.ndarray, sharing: Sharing | None, num_jobs: int) -> np.ndarray:

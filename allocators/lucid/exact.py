@@ -54,11 +54,12 @@ class LucidExact(Lucid):
         waiting = np.array(queue, dtype=np.int64)
         w_idx, h_idx = self._pairs(view, waiting, hosts)
         speed_w, speed_h = self.sharing.pair(waiting[w_idx], hosts[h_idx])
-        duration = np.maximum(self.estimated, 1.0)
-        remaining = np.maximum(duration[hosts[h_idx]] - view.executed[hosts[h_idx]], 1.0)
-        value = speed_w / duration[waiting[w_idx]] - (1.0 - speed_h) / remaining
+        duration = np.maximum(self.estimated[waiting], 1.0)
+        paired_hosts = hosts[h_idx]
+        remaining = np.maximum(np.maximum(self.estimated[paired_hosts], 1.0) - view.executed[paired_hosts], 1.0)
+        value = speed_w / duration[w_idx] - (1.0 - speed_h) / remaining
         keep = value > 0
-        problem = PairingProblem(view.requested[waiting].astype(np.int64), 1.0 / duration[waiting], w_idx[keep],
+        problem = PairingProblem(view.requested[waiting].astype(np.int64), 1.0 / duration, w_idx[keep],
                                  h_idx[keep], value[keep], free)
         pairing = solve_pairing(problem, self.solver)
         self.solves += 1
