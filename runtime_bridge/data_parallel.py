@@ -127,26 +127,29 @@ class LeaseFailedError(RuntimeError):
 
 
 def train_data_parallel_lease(spec: WorkloadSpec, device_type: str, scale: int, *, checkpoint: str | Path,
-                              steps: int | None, seconds: float | None, threads: int = 1) -> LeaseReport:
+                              steps: int | None, seconds: float | None, threads: int = 1,
+                              save_to: str | Path | None = None) -> LeaseReport:
     """One lease of ``spec`` trained by ``scale`` processes (module doc): resume from
     ``checkpoint`` when it exists, train at most ``steps`` steps and about ``seconds``,
-    checkpoint; rank 0's report. A failed rank raises :class:`LeaseFailedError` and leaves
-    the previous checkpoint in place (saves are atomic)."""
+    checkpoint (to ``save_to`` where given, the ranks' files beside it); rank 0's report. A
+    failed rank raises :class:`LeaseFailedError` and leaves the previous checkpoint in place
+    (saves are atomic)."""
     with tempfile.TemporaryDirectory(prefix="schedopt-lease-") as folder:
-        args = (asdict(spec), device_type, scale, str(checkpoint), steps, seconds, threads, folder)
+        out = checkpoint if save_to is None else save_to
+        args = (asdict(spec), device_type, scale, str(checkpoint), str(out), steps, seconds, threads, folder)
         why = _spawn(_lease_worker, args, scale)
         if why is not None:
             raise LeaseFailedError(f"data-parallel lease of {spec.job_type} on {scale} processes failed: {why}")
         return LeaseReport(**json.loads((Path(folder) / "report.json").read_text()))
 
 
-def _lease_worker(rank: int, spec: dict, device_type: str, scale: int, checkpoint: str, steps: int | None,
-                  seconds: float | None, threads: int, folder: str) -> None:
-    _in_group(rank, device_type, scale, threads, folder, _lease, spec, checkpoint, steps, seconds)
+def _lease_worker(rank: int, spec: dict, device_type: str, scale: int, checkpoint: str, save_to: str,
+                  steps: int | None, seconds: float | None, threads: int, folder: str) -> None:
+    _in_group(rank, device_type, scale, threads, folder, _lease, spec, checkpoint, save_to, steps, seconds)
 
 
-def _lease(rank: int, device: torch.device, spec: dict, checkpoint: str, steps: int | None, seconds: float | None,
-           folder: str) -> None:
+def _lease(rank: int, device: torch.device, spec: dict, checkpoint: str, save_to: str, steps: int | None,
+           seconds: float | None, folder: str) -> None:
     workload = make_workload(**spec, device=device, rank=rank)
     workload.resume(checkpoint)
     own_rng = Path(f"{checkpoint}.rank{rank}")
@@ -173,9 +176,10 @@ def _lease(rank: int, device: torch.device, spec: dict, checkpoint: str, steps: 
             workload.train_step(next(batches))
     dist.barrier()
     if rank == 0:
-        workload.save(checkpoint)
+        workload.save(save_to)
         report = lease.report
         (Path(folder) / "report.json").write_text(json.dumps(asdict(report)))
     else:
-        save_checkpoint({"step": workload.step, "data_rng": workload.generator.get_state()}, own_rng)
+        save_checkpoint({"step": workload.step, "data_rng": workload.generator.get_state()},
+                        f"{save_to}.rank{rank}")
     dist.barrier()

@@ -5,8 +5,9 @@ Each trace job stands for a reference workload (:func:`~runtime_bridge.job_map.w
 of its job type, seeded with its job id); its state lives in ``job-<id>.pt`` in the
 checkpoint folder. For a round, every lease becomes one Ray task, all submitted together
 and awaited together: the task resumes the job from its checkpoint, trains (see Credit
-below; :func:`~runtime_bridge.training.train_lease`), saves the checkpoint and reports the
-steps it trained and their seconds. A task holds ``num_gpus=<scale>`` on a Ray cluster with
+below; :func:`~runtime_bridge.training.train_lease`), saves its checkpoint beside it
+(``job-<id>.next.pt``) and reports the steps it trained and their seconds; the driver then
+makes that the job's checkpoint. A task holds ``num_gpus=<scale>`` on a Ray cluster with
 GPUs and else ``resources={"slot": <scale>}``, emulated GPU slots; on a cluster whose nodes
 advertise the run's worker types as resources (``{"v100": 4}``, emulated or next to real
 GPUs), it holds ``<scale>`` of its planned type instead, pinned to the node
@@ -32,8 +33,9 @@ its last lease's steps really did.
 A lease fails when its task raises (the reason is the exception), its worker dies (killed,
 out of memory, node lost) or it does not end within its wall budget plus ``grace``
 seconds (the task is then cancelled). A failed lease credits nothing; the job's checkpoint
-is the one its last successful lease saved (saves are atomic), so its next lease resumes
-there. While a lease runs, ``job-<id>.pid`` in the checkpoint folder holds its worker's
+is the one its last successful lease saved, so its next lease resumes there: a lease whose
+node dies after its save, before its report, leaves only its ``.next`` checkpoint, which the
+driver removes. While a lease runs, ``job-<id>.pid`` in the checkpoint folder holds its worker's
 process id (left behind when the worker dies). The checkpoint folder must be one every node
 reads and writes (a shared path on a cluster of several machines), so a job resumes on any node.
 """
@@ -102,8 +104,8 @@ class LeaseRecord:
         return bool(self.reason)
 
 
-def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str, gpus: int, threads: int,
-           marker: str) -> tuple[int, int, float]:
+def _train(spec: dict, checkpoint: str, save_to: str, steps: int, seconds: float, device: str, gpus: int,
+           threads: int, marker: str) -> tuple[int, int, float]:
     """One lease in a Ray worker: (step counter resumed from, steps trained, their seconds).
     One GPU (or slot): this process trains on ``threads`` CPU threads; several: as many
     data-parallel processes of ``threads`` each
@@ -112,11 +114,11 @@ def _train(spec: dict, checkpoint: str, steps: int, seconds: float, device: str,
     try:
         if gpus > 1:
             report = train_data_parallel_lease(WorkloadSpec(**spec), device, gpus, checkpoint=checkpoint,
-                                               steps=steps, seconds=seconds, threads=threads)
+                                               steps=steps, seconds=seconds, threads=threads, save_to=save_to)
         else:
             torch.set_num_threads(threads)
             workload = make_workload(**spec, device=device)
-            report = train_lease(workload, steps=steps, seconds=seconds, checkpoint=checkpoint)
+            report = train_lease(workload, steps=steps, seconds=seconds, checkpoint=checkpoint, save_to=save_to)
     finally:
         Path(marker).unlink(missing_ok=True)
         if device == "cuda":
@@ -194,6 +196,23 @@ class RayExecutor(Executor):
         """The checkpoint file of trace job ``job``."""
         return self.folder / f"job-{job}.pt"
 
+    def staged(self, job: int) -> Path:
+        """Where a lease of trace job ``job`` saves its checkpoint, until the driver has its report."""
+        return self.folder / f"job-{job}.next.pt"
+
+    def _commit(self, job: int, gpus: int) -> None:
+        """A successful lease's checkpoint (and its data-parallel ranks' files) as the job's."""
+        staged, checkpoint = self.staged(job), self.checkpoint(job)
+        for rank in range(1, gpus):
+            os.replace(f"{staged}.rank{rank}", f"{checkpoint}.rank{rank}")
+        os.replace(staged, checkpoint)
+
+    def _discard(self, job: int, gpus: int) -> None:
+        """What a failed lease of ``job`` may have saved."""
+        staged = self.staged(job)
+        for path in (staged, *(Path(f"{staged}.rank{rank}") for rank in range(1, gpus))):
+            path.unlink(missing_ok=True)
+
     def marker(self, job: int) -> Path:
         """The file holding the worker pid of ``job``'s running lease."""
         return self.folder / f"job-{job}.pid"
@@ -250,8 +269,14 @@ class RayExecutor(Executor):
                     start_step, trained, seconds, node = ray.get(ref)
                 except LEASE_FAILURES as exc:
                     reason = _reason(exc)
+            if not reason:
+                try:
+                    self._commit(job, int(leases.gpus[i]))
+                except OSError as exc:
+                    reason = f"its checkpoint could not be kept ({exc})"
             if reason:
                 failed[i], reasons[job] = True, reason
+                self._discard(job, int(leases.gpus[i]))
                 self.log.append(LeaseRecord(**record, start_step=None, trained=0, seconds=0.0, credited=0,
                                             reason=reason, node=node))
                 continue
@@ -269,8 +294,8 @@ class RayExecutor(Executor):
         elif not self.uses_gpus:
             held |= {"resources": {"slot": gpus}}
         return _train_remote.options(**held).remote(
-            asdict(self.specs[job]), str(self.checkpoint(job)), steps, seconds, "cuda" if self.uses_gpus else "cpu",
-            gpus, self.threads, str(self.marker(job)))
+            asdict(self.specs[job]), str(self.checkpoint(job)), str(self.staged(job)), steps, seconds,
+            "cuda" if self.uses_gpus else "cpu", gpus, self.threads, str(self.marker(job)))
 
     def lease_table(self) -> dict[str, np.ndarray]:
         """Every lease as a column table (``leases.csv``): :class:`LeaseRecord`'s fields plus

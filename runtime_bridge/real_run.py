@@ -99,6 +99,8 @@ def run_for_real(jobs: Trace | DeadlineInputs, *, policy: str, checkpoints: str 
 
 
 def _remove_checkpoints(folder: Path) -> None:
-    """Remove the job checkpoints, lease markers and temporary checkpoints in ``folder``."""
-    for path in (*folder.glob("job-*.pt"), *folder.glob("job-*.pid"), *folder.glob(".job-*.tmp")):
+    """Remove the job checkpoints (their ranks' files too), lease markers and temporary
+    checkpoints in ``folder``."""
+    for path in (*folder.glob("job-*.pt"), *folder.glob("job-*.pt.rank*"), *folder.glob("job-*.pid"),
+                 *folder.glob(".job-*.tmp")):
         path.unlink(missing_ok=True)

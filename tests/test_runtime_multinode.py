@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -203,25 +204,38 @@ def test_cli_runs_on_the_cluster_with_the_expected_wall_time_a_progress_bar_and_
 
 
 class Rejoining(RayExecutor):
-    """A run whose round 2 loses a p100 node (its raylet SIGKILLed, by pid, while its lease
-    trains) and whose round 3 finds a new p100 node started (from this thread, as Ray wants; the
-    jobs may all be done by round 4)."""
+    """A run whose round 2 loses a p100 node (its raylet SIGKILLed, by pid, once its lease there
+    trains: its worker's pid marker is written) and whose round 3 finds a new p100 node started
+    (from this thread, as Ray wants; the jobs may all be done by round 4)."""
 
     def __init__(self, cluster, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.cluster, self.lost, self.rejoined = cluster, [], []
+        self.cluster, self.lost, self.rejoined, self.on_p100 = cluster, [], [], {}
 
     def execute(self, leases):
+        self.on_p100.clear()
         if self.rounds == 1:
-            threading.Timer(0.5, self.kill).start()
+            threading.Thread(target=self.kill).start()
         if self.rounds == 2:
             self.rejoined.append(self.cluster.add_node(num_cpus=1, resources={"p100": 1}).node_id)
             self.cluster.wait_for_nodes()  # registered before this round's placement reads the nodes
         return super().execute(leases)
 
+    def _submit(self, job, worker_type, gpus, node, steps, seconds):
+        if worker_type == "p100":
+            self.on_p100[job] = node
+        return super()._submit(job, worker_type, gpus, node, steps, seconds)
+
     def kill(self):
-        node = next(n for n in self.cluster.worker_nodes if n.node_id in {lease.node for lease in self.log
-                                                                          if lease.worker_type == "p100"})
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            running = [job for job in list(self.on_p100) if self.marker(job).exists()]
+            if running:
+                break
+            time.sleep(0.005)
+        else:
+            return
+        node = next(n for n in self.cluster.worker_nodes if n.node_id == self.on_p100[running[0]])
         os.kill(node.all_processes["raylet"][0].process.pid, signal.SIGKILL)
         self.lost.append(node.node_id)
         self.cluster.remove_node(node, allow_graceful=False)

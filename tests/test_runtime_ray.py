@@ -100,7 +100,8 @@ def test_a_lease_trains_on_the_executors_threads_which_default_to_the_profiles(t
     monkeypatch.setattr(torch, "set_num_threads", lambda n: (seen.append(n), real(n)))
     spec = dataclasses.asdict(executor.specs[0])
     try:
-        _train(spec, str(tmp_path / "job-0.pt"), 2, 5.0, "cpu", 1, 3, str(tmp_path / "job-0.pid"))
+        _train(spec, str(tmp_path / "job-0.pt"), str(tmp_path / "job-0.next.pt"), 2, 5.0, "cpu", 1, 3,
+               str(tmp_path / "job-0.pid"))
     finally:
         real(previous)
     assert seen == [3]
@@ -169,6 +170,36 @@ def test_a_killed_worker_fails_its_lease_and_the_job_resumes_from_its_checkpoint
     assert failed.tolist() == [lease.failed for lease in executor.log] and failed.sum() == 1
     assert table["credited"][failed].tolist() == [0] and np.isnan(table["start_step"][failed]).all()
     assert np.isnan(table["credited_over_planned"]).sum() == 0
+
+
+@ray.remote(max_retries=0)
+def _saves_then_dies(*args):
+    _train(*args)
+    raise RuntimeError("node lost after the lease's save")
+
+
+class DiesAfterSave(RayExecutor):
+    """Job 0's second lease trains and saves, then fails before its report reaches the driver."""
+
+    def _submit(self, job, worker_type, gpus, node, steps, seconds):
+        if job == 0 and sum(lease.job == 0 for lease in self.log) == 1:
+            return _saves_then_dies.options(num_cpus=0, resources={"slot": gpus}).remote(
+                dataclasses.asdict(self.specs[job]), str(self.checkpoint(job)), str(self.staged(job)), steps,
+                seconds, "cpu", gpus, self.threads, str(self.marker(job)))
+        return super()._submit(job, worker_type, gpus, node, steps, seconds)
+
+
+def test_a_lease_that_fails_after_saving_leaves_the_jobs_checkpoint_as_it_was(tmp_path):
+    trace, table = write_jobs(tmp_path, [("ResNet-18 (batch size 8)", 1, 9, 0.0)])
+    with DiesAfterSave(trace.job_types, tmp_path / "ckpt", time_scale=SCALE) as executor:
+        result = run(trace, table, executor)
+    leases = executor.log
+    assert [lease.failed for lease in leases] == [False, True, False, False]
+    assert "node lost after the lease's save" in leases[1].reason
+    done = [lease for lease in leases if not lease.failed]
+    assert [lease.start_step for lease in done] == [0, 1, 2]  # resumed where the credited leases left it
+    assert load_checkpoint(executor.checkpoint(0))["step"] == 3 and result.jobs["work_done"][0] == 9
+    assert not executor.staged(0).exists()
 
 
 def test_a_job_whose_leases_keep_failing_ends_failed_with_the_reason(tmp_path):
