@@ -42,12 +42,18 @@ def check_certificate(canon, res) -> None:
     assert np.abs(d[~np.isfinite(canon.col_lo)]).max(initial=0.0) <= 1e-9 * (1 + np.abs(canon.c).max())
 
 
-@pytest.mark.parametrize("base", [8, 512])
+#: the method's paths forced on small instances: prices from a sample (BASE 8), a direct solve, and
+#: (the sum form) prices from market clearing alone
+PATHS = {"sampled": {"BASE": 8, "CLEARED_MAX": 0}, "direct": {"BASE": 512, "CLEARED_MAX": 0},
+         "cleared": {"CLEARED_MIN": 1}}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
 @settings(max_examples=40)
 @given(distinct_jobs(min_jobs=2, max_jobs=150, per_job=(0.2, 0.75, 1.5, 3.0)), st.sampled_from(sorted(BUILDS)))
-def test_objective_and_certificate_agree_with_highs_and_clarabel(base, problem, program):
+def test_objective_and_certificate_agree_with_highs_and_clarabel(path, problem, program):
     canon = BUILDS[program](problem).canonical()
-    with mock.patch.object(pd, "BASE", base):
+    with mock.patch.multiple(pd, **PATHS[path]):
         ours = solve(canon, "block")
     check_certificate(canon, ours)
     for other in ("highs", "clarabel"):
@@ -146,8 +152,9 @@ def test_an_infeasible_program_is_not_answered_by_the_method():
 
 
 def solved_recursively(canon, base: int):
-    """``canon`` solved by "block" with BASE ``base`` and RECURSE 2 (every working set of more than
-    2 * base blocks, and at most 90 %, recurses), with each ``_solve`` call's (blocks, margin)."""
+    """``canon`` solved by "block" with BASE ``base``, RECURSE 2 (every working set of more than
+    2 * base blocks, and at most 90 %, recurses) and prices from samples at every size, with each
+    ``_solve`` call's (blocks, margin)."""
     calls = []
     solve_part = pd._solve
 
@@ -155,8 +162,7 @@ def solved_recursively(canon, base: int):
         calls.append((part.g.shape[0], margin))
         return solve_part(part, rng, tally, margin)
 
-    with mock.patch.object(pd, "BASE", base), mock.patch.object(pd, "RECURSE", 2), \
-            mock.patch.object(pd, "_solve", counted):
+    with mock.patch.multiple(pd, BASE=base, RECURSE=2, CLEARED_MAX=0, _solve=counted):
         ours = solve(canon, "block")
     check_certificate(canon, ours)
     assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
@@ -175,3 +181,33 @@ def test_a_large_working_set_solved_by_the_method_itself_keeps_the_certificate(p
 def test_a_nested_working_set_fixes_at_a_finer_margin_and_keeps_the_certificate():
     calls = solved_recursively(max_sum_throughput.build(_priced(3000), "perf").canonical(), 16)
     assert min(margin for _, margin in calls) <= pd.MARGIN * pd.NESTED_MARGIN * (1 + 1e-12)
+
+
+def test_a_round_frees_the_failing_blocks_of_least_margin_up_to_its_limit():
+    bad = np.array([True, False, True, True, True])
+    margin = np.array([0.5, 0.0, 0.02, 0.9, 0.01])
+    assert pd._fewest(bad, margin, 2).tolist() == [False, False, True, False, True]
+    assert pd._fewest(bad, margin, 4) is bad
+
+
+def test_balance_moves_blocks_to_a_type_with_room_for_them_past_one_with_a_sliver():
+    # all four blocks on type 2 (0.4 a unit of level each; capacity 1): type 1 is cheaper but has
+    # 0.45 left, less than a block takes there (0.5), so they go to type 0
+    per_level = np.tile([1.0, 0.5, 0.4], (4, 1))
+    best, load = pd.balance(per_level, np.ones((4, 3), dtype=bool), np.array([10.0, 0.45, 1.0]),
+                            np.full(4, 2), 1.0)
+    assert (load <= [10.0, 0.45, 1.0]).all() and (best == 0).sum() == 2
+
+
+def test_a_level_reached_only_by_splitting_blocks_is_certified_unpriced():
+    # three blocks reach level 1 alone on either of two types, taking 0.6 of its capacity of 1:
+    # two on one type overfill it, but each split half and half takes 0.9 of each
+    m, K = 3, 2
+    part = pd._Part(None, np.ones((m, K), order="F"), np.full((m, K), 0.6, order="F"), np.ones((m, K), order="F"),
+                    np.ones(m), np.ones(K), np.ones((m, K), dtype=bool, order="F"), -np.inf)
+    assert not pd._level_choice(part)[3]  # no whole-block choice fits
+    x, z, y, mu, lam = pd._unpriced(part, np.random.default_rng(0), {"programs": 0})
+    assert z == 1.0 and not y.any()
+    assert np.allclose(x.sum(axis=1), 1.0) and (x >= 0).all()  # level 1 each, within budget 1
+    assert (0.6 * x.sum(axis=0) <= 1.0 + 1e-12).all()
+    assert float(part.n @ y + part.h @ mu) == pytest.approx(z)  # the dual bound: the worst block's reach
