@@ -59,6 +59,7 @@ from simulator.files import interrupts_held, write_atomically
 
 from .data_parallel import train_data_parallel_lease
 from .job_map import workload_spec
+from .journal import Journal, JournalError
 from .placement import labelled_gpus, place, typed_nodes
 from .profiler import threads_per_gpu
 from .training import train_lease
@@ -148,11 +149,13 @@ class RayExecutor(Executor):
     :meth:`close` (or leaving the ``with`` block) stops a Ray this executor started. Each
     job trains :func:`~runtime_bridge.job_map.workload_spec` of its job type, each of its
     processes on ``threads`` CPU threads (default: :func:`~runtime_bridge.profiler.threads_per_gpu`
-    of this machine, as its profile measured; give it when the Ray cluster's machines differ)."""
+    of this machine, as its profile measured; give it when the Ray cluster's machines differ).
+    With a ``journal`` every round is journaled before its checkpoints are adopted, and a resumed
+    journal's rounds are answered from it (:mod:`~runtime_bridge.journal`)."""
 
     def __init__(self, job_types: Sequence[str], checkpoints: str | os.PathLike, *, time_scale: float = 0.01,
                  model_size: str = "tiny", address: str | None = None, slots: int = 1, grace: float = 120.0,
-                 threads: int | None = None, worker_types: Sequence[str] = ()):
+                 threads: int | None = None, worker_types: Sequence[str] = (), journal: Journal | None = None):
         if not time_scale > 0:
             raise ValueError(f"time scale must be > 0, got {time_scale}")
         if slots < 1:
@@ -191,6 +194,8 @@ class RayExecutor(Executor):
         self.threads = threads
         self.log: list[LeaseRecord] = []
         self.rounds = 0
+        self.journal = journal
+        self._resume()
 
     def checkpoint(self, job: int) -> Path:
         """The checkpoint file of trace job ``job``."""
@@ -200,12 +205,31 @@ class RayExecutor(Executor):
         """Where a lease of trace job ``job`` saves its checkpoint, until the driver has its report."""
         return self.folder / f"job-{job}.next.pt"
 
-    def _commit(self, job: int, gpus: int) -> None:
-        """A successful lease's checkpoint (and its data-parallel ranks' files) as the job's."""
+    def _commit(self, job: int, gpus: int, missing_ok: bool = False) -> None:
+        """A successful lease's checkpoint (and its data-parallel ranks' files) as the job's
+        (``missing_ok``: where it is still staged)."""
         staged, checkpoint = self.staged(job), self.checkpoint(job)
+        if missing_ok and not staged.exists():
+            return
         for rank in range(1, gpus):
             os.replace(f"{staged}.rank{rank}", f"{checkpoint}.rank{rank}")
         os.replace(staged, checkpoint)
+
+    def _resume(self) -> None:
+        """Where the run resumes: the last journaled round's successful leases whose checkpoints
+        the driver had not yet adopted adopted now, every other staged checkpoint (of a round
+        never journaled) removed."""
+        rounds = self.journal.rounds if self.journal is not None else []
+        for lease in rounds[-1]["leases"] if rounds else []:
+            if not lease["reason"]:
+                self._commit(lease["job"], lease["gpus"], missing_ok=True)
+        for path in self.folder.glob("job-*.next.pt*"):
+            path.unlink(missing_ok=True)
+        trained = sorted({lease["job"] for entry in rounds for lease in entry["leases"] if lease["trained"]})
+        lost = [job for job in trained if not self.checkpoint(job).exists()]
+        if lost:
+            raise JournalError(f"{self.journal.path}: resuming needs the checkpoints of jobs {lost[:5]} in "
+                               f"{self.folder} (the first run's checkpoint folder)")
 
     def _discard(self, job: int, gpus: int) -> None:
         """What a failed lease of ``job`` may have saved."""
@@ -236,6 +260,11 @@ class RayExecutor(Executor):
         n = leases.jobs.size
         if n == 0:
             return LeaseResults(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
+        replayed = None if self.journal is None else self.journal.replay(leases)
+        if replayed is not None:
+            results, records = replayed
+            self.log += [LeaseRecord(**record) for record in records]
+            return results
         types = [self.worker_types[t] if t < len(self.worker_types) else str(t) for t in leases.types.tolist()]
         need: dict[str, int] = {}
         for t, g in zip(types, leases.gpus.tolist()):
@@ -255,7 +284,7 @@ class RayExecutor(Executor):
             ray.cancel(ref, force=True)
         ended = set(ready)
         steps, failed, reasons = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), {}
-        took = np.zeros(n)
+        took, records = np.zeros(n), []
         for i, ref in enumerate(refs):
             job, planned = int(leases.jobs[i]), int(leases.steps[i])
             node, reason = placed[i]
@@ -269,22 +298,23 @@ class RayExecutor(Executor):
                     start_step, trained, seconds, node = ray.get(ref)
                 except LEASE_FAILURES as exc:
                     reason = _reason(exc)
-            if not reason:
-                try:
-                    self._commit(job, int(leases.gpus[i]))
-                except OSError as exc:
-                    reason = f"its checkpoint could not be kept ({exc})"
             if reason:
                 failed[i], reasons[job] = True, reason
                 self._discard(job, int(leases.gpus[i]))
-                self.log.append(LeaseRecord(**record, start_step=None, trained=0, seconds=0.0, credited=0,
-                                            reason=reason, node=node))
+                records.append(LeaseRecord(**record, start_step=None, trained=0, seconds=0.0, credited=0,
+                                           reason=reason, node=node))
                 continue
             steps[i] = min(planned, round(trained / self.time_scale))
             took[i] = seconds / self.time_scale
-            self.log.append(LeaseRecord(**record, start_step=start_step, trained=trained, seconds=seconds,
-                                        credited=int(steps[i]), node=node))
-        return LeaseResults(steps, failed, reasons, took)
+            records.append(LeaseRecord(**record, start_step=start_step, trained=trained, seconds=seconds,
+                                       credited=int(steps[i]), node=node))
+        results = LeaseResults(steps, failed, reasons, took)
+        if self.journal is not None:
+            self.journal.append(leases, results, [asdict(record) for record in records])
+        for job, gpus in zip(leases.jobs[~failed].tolist(), leases.gpus[~failed].tolist()):
+            self._commit(job, gpus)
+        self.log += records
+        return results
 
     def _submit(self, job: int, worker_type: str, gpus: int, node: str, steps: int, seconds: float):
         held = {"num_gpus": gpus} if self.uses_gpus else {"num_cpus": 0}

@@ -22,6 +22,7 @@ from simulator.readers.traces import Trace
 from simulator.simulate import gpu_type_of, simulate, simulate_deadlines
 
 from .fidelity import Fidelity, compare
+from .journal import Journal
 from .ray_executor import RayExecutor
 
 
@@ -50,15 +51,24 @@ class DeadlineInputs:
 def run_for_real(jobs: Trace | DeadlineInputs, *, policy: str, checkpoints: str | os.PathLike,
                  time_scale: float, model_size: str, address: str | None, slots: int | None,
                  compare_simulation: bool, progress: Callable | None = None,
-                 planned: Callable[[float], None] | None = None, **simulate_args) -> RealRun:
+                 planned: Callable[[float], None] | None = None, journal: str | os.PathLike | None = None,
+                 resume: bool = False, **simulate_args) -> RealRun:
     """``policy`` on ``jobs`` with each lease trained by Ray (``simulate_args``: what the simulator
     call of the trace's kind takes: solver, cluster, throughputs, config, deadlines, slot). The trace
     is simulated first: ``planned`` gets the expected wall-clock seconds of the run (the simulated
     makespan times ``time_scale``) before Ray starts. Every job starts from step 0: the job
     checkpoints an earlier run left in ``checkpoints`` (finished or interrupted; a folder every Ray
     node reads, of this run's own) are removed first. Leases go to nodes by their worker type where
-    the Ray cluster's nodes advertise the cluster's worker types (:class:`RayExecutor`)."""
-    _remove_checkpoints(Path(checkpoints))
+    the Ray cluster's nodes advertise the cluster's worker types (:class:`RayExecutor`). Every
+    round is journaled in ``journal`` where given; with ``resume`` the run continues the one that
+    journal and ``checkpoints`` hold instead (:mod:`~runtime_bridge.journal`; same inputs)."""
+    if resume:
+        if journal is None:
+            raise ValueError("resuming a run needs its journal (the run folder, --out)")
+        log = Journal(journal, resume=True)
+    else:
+        _remove_checkpoints(Path(checkpoints))
+        log = None if journal is None else Journal(journal)
     if isinstance(jobs, DeadlineInputs):
         trace = read_deadline_trace(jobs.trace)
         job_types = [f"{m} (batch size {b})" for m, b in zip(trace.model, trace.batch_size)]
@@ -80,7 +90,7 @@ def run_for_real(jobs: Trace | DeadlineInputs, *, policy: str, checkpoints: str 
     if planned is not None:
         planned(simulation.summary["makespan"] * time_scale)
     with RayExecutor(job_types, checkpoints, time_scale=time_scale, model_size=model_size, address=address,
-                     slots=slots or sum(gpus.values()), worker_types=worker_types) as executor:
+                     slots=slots or sum(gpus.values()), worker_types=worker_types, journal=log) as executor:
         executor.check_fits(gpus)
         result = simulated(executor, progress)
         measured, listed = executor.measured_rates(), executor.table_rates()

@@ -438,11 +438,16 @@ def run_command(
         "Also simulate the trace with the same table and print the per-job and summary differences "
         "(written to fidelity.csv).")),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on a terminal."),
+    resume: bool = typer.Option(False, "--resume", help=(
+        "Continue the run DIR holds (its driver stopped) from its journal and checkpoints; same inputs.")),
 ) -> None:
     """Run a trace for real under any policy: the simulator's rounds or slots, each leased job training a
     reference PyTorch model in a Ray task that holds its GPUs; reports what `simulate` does plus measured
     against planned steps/s per job."""
-    check_out_dir(out, overwrite)
+    if resume and out is None:
+        raise ValueError("--resume continues the run in --out DIR: give it")
+    if not resume:
+        check_out_dir(out, overwrite)
     try:
         from runtime_bridge.real_run import DeadlineInputs, run_for_real
         from runtime_bridge.workloads import MODEL_SIZES
@@ -484,7 +489,8 @@ def run_command(
             run = run_for_real(jobs, policy=policy, checkpoints=folder, time_scale=time_scale,
                                model_size=model_size, address=address, slots=slots,
                                compare_simulation=compare_simulation, progress=report, planned=lambda wall: say(
-                                   f"expected wall time: {wall:,.1f} s (simulated makespan x time scale)"), **args)
+                                   f"expected wall time: {wall:,.1f} s (simulated makespan x time scale)"),
+                               journal=None if out is None else out / "journal.jsonl", resume=resume, **args)
     result = run.result
     show_result(result, None)
     console.print(f"leases failed: {result.summary['failed_leases']} ({result.summary['redone_gpu_seconds']:,.0f} "

@@ -24,7 +24,8 @@ def say_interrupted(note: str = "", out: Path | None = None) -> None:
     held = held_results(out)
     if not note and held:
         note = (f"{out} holds part of the results ({', '.join(held[:3])}{', ...' if len(held) > 3 else ''}; "
-                f"each file whole): run the command again with --overwrite to replace them")
+                f"each file whole): run the command again with --overwrite to replace them"
+                + (", or with --resume to continue the run" if "journal.jsonl" in held else ""))
     err.print("schedopt: interrupted" + (f"; {note}" if note else ""), markup=False, highlight=False,
               soft_wrap=True)
 

@@ -76,8 +76,8 @@ def current_umask() -> int:
 #: what schedopt writes as a run's or a benchmark's results (``checkpoints``: the folder of a real
 #: run's checkpoints, counted when it holds a file)
 RESULT_FILES = ("summary.json", "jobs.csv", "timeline.csv", "solves.csv", "allocations.csv", "leases.csv",
-                "fidelity.csv", "checkpoints", "bench.csv", "bench.parquet", "bench_summary.csv", "bench.png",
-                "machine.json", "results.csv", "results.parquet", "experiment.json", "report.html")
+                "fidelity.csv", "checkpoints", "journal.jsonl", "bench.csv", "bench.parquet", "bench_summary.csv",
+                "bench.png", "machine.json", "results.csv", "results.parquet", "experiment.json", "report.html")
 
 
 class ResultsExistError(ValueError):

@@ -21,6 +21,7 @@ from allocators import make_policy  # noqa: E402
 from runtime_bridge.checkpoint import load_checkpoint  # noqa: E402
 from runtime_bridge.fidelity import compare  # noqa: E402
 from runtime_bridge.job_map import workload_spec  # noqa: E402
+from runtime_bridge.journal import Journal, JournalError  # noqa: E402
 from runtime_bridge.profiler import threads_per_gpu  # noqa: E402
 from runtime_bridge.ray_executor import RayExecutor, _train  # noqa: E402
 from schedopt.cli import app  # noqa: E402
@@ -200,6 +201,74 @@ def test_a_lease_that_fails_after_saving_leaves_the_jobs_checkpoint_as_it_was(tm
     assert [lease.start_step for lease in done] == [0, 1, 2]  # resumed where the credited leases left it
     assert load_checkpoint(executor.checkpoint(0))["step"] == 3 and result.jobs["work_done"][0] == 9
     assert not executor.staged(0).exists()
+
+
+class Stops(RayExecutor):
+    """A driver that stops (Ctrl-C) when round ``at`` starts, or (``adopting``) after round
+    ``at``'s journal line, before its checkpoints are adopted; counts the leases it runs."""
+
+    def __init__(self, *args, at=0, adopting=False, **kwargs):
+        self.at, self.adopting, self.submitted = at, adopting, 0
+        super().__init__(*args, **kwargs)
+
+    def execute(self, leases):
+        if self.rounds + 1 == self.at and not self.adopting:
+            raise KeyboardInterrupt
+        return super().execute(leases)
+
+    def _commit(self, job, gpus, missing_ok=False):
+        if self.rounds == self.at and self.adopting and not missing_ok:
+            raise KeyboardInterrupt
+        super()._commit(job, gpus, missing_ok)
+
+    def _submit(self, *args):
+        self.submitted += 1
+        return super()._submit(*args)
+
+
+@pytest.mark.parametrize("adopting", [False, True])
+def test_a_run_whose_driver_stopped_resumes_from_its_journal_and_checkpoints(tmp_path, adopting):
+    trace, table = write_jobs(tmp_path, JOBS[:2])
+    journal, folder = tmp_path / "journal.jsonl", tmp_path / "ckpt"
+    with Stops(trace.job_types, folder, time_scale=SCALE, journal=Journal(journal), at=2, adopting=adopting) as first:
+        with pytest.raises(KeyboardInterrupt):
+            run(trace, table, first)
+    journaled = [dataclasses.asdict(lease) for lease in first.log]
+    if adopting:  # round 2 journaled, its checkpoints still staged
+        assert {lease["round"] for lease in journaled} == {1} and list(folder.glob("job-*.next.pt"))
+    with Stops(trace.job_types, folder, time_scale=SCALE, journal=Journal(journal, resume=True)) as second:
+        resumed = run(trace, table, second)
+    recorder = Recording()
+    run(trace, table, recorder)
+    rounds = len({lease["round"] for lease in journaled}) + adopting
+    replayed = [lease for lease in second.log if lease.round <= rounds]
+    assert [dataclasses.asdict(lease) for lease in replayed][:len(journaled)] == journaled
+    assert second.submitted == len(second.log) - len(replayed)  # journaled rounds are not run again
+    assert by_round(second.log) == recorder.rounds  # the plan of a run never stopped
+    assert resumed.summary["jobs_completed"] == 2 and not list(folder.glob("job-*.next.pt*"))
+    for job in range(2):
+        leases = [lease for lease in second.log if lease.job == job]
+        assert [lease.start_step for lease in leases] == list(np.cumsum([0] + [le.trained for le in leases[:-1]]))
+        assert load_checkpoint(second.checkpoint(job))["step"] == sum(lease.trained for lease in leases)
+
+
+def test_resuming_a_run_with_other_inputs_or_without_its_journal_says_so(tmp_path):
+    trace, table = write_jobs(tmp_path, JOBS)
+    journal, folder = tmp_path / "journal.jsonl", tmp_path / "ckpt"
+    with pytest.raises(JournalError, match="no journal to resume from"):
+        Journal(journal, resume=True)
+    with Stops(trace.job_types, folder, time_scale=SCALE, journal=Journal(journal), at=3) as first:
+        with pytest.raises(KeyboardInterrupt):
+            run(trace, table, first)
+    with RayExecutor(trace.job_types, folder, time_scale=SCALE, journal=Journal(journal, resume=True)) as second:
+        with pytest.raises(JournalError, match="round 1 was journaled with other steps than this run plans"):
+            run(trace, table, second, round_length=ROUND / 2)
+    with pytest.raises(JournalError, match="resuming needs the checkpoints of jobs"):
+        RayExecutor(trace.job_types, tmp_path / "elsewhere", time_scale=SCALE, journal=Journal(journal, resume=True))
+    journal.write_text(journal.read_text() + '{"start": 0.0, "jobs"')  # a line the stop cut short
+    assert len(Journal(journal, resume=True).rounds) == 2
+    result = CliRunner().invoke(app, ["run", "--trace", str(tmp_path / "jobs.trace"), "--resume"])
+    assert result.exit_code == 2 and "--resume continues the run in --out DIR" in result.output
 
 
 def test_a_job_whose_leases_keep_failing_ends_failed_with_the_reason(tmp_path):
