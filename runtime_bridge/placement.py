@@ -2,7 +2,10 @@
 
 A node serves worker type ``t`` when it advertises a Ray resource named ``t`` (``ray start
 --resources '{"v100": 4}'``; on GPU machines next to its ``GPU`` count): that many GPUs (or
-emulated GPU slots) of type ``t``. Each round, :func:`place` puts every lease on one live node
+emulated GPU slots) of type ``t``. A GPU node without such a label serves the type its GPU model
+names: Ray detects the model as the resource ``accelerator_type:V100`` (``H100``, ``A100-80G``,
+...), whose first token, in lower case, is the worker type (``v100``, as ``schedopt profile``
+names it), with all the node's ``GPU`` count. Each round, :func:`place` puts every lease on one live node
 of its planned type with as many free GPUs, largest leases first, each on the node it leaves
 fullest (best fit); the lease's task is then pinned to that node. A lease is never split over
 nodes: one whose GPUs no live node of its type has, or that finds no room after a node was
@@ -14,23 +17,37 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+#: the resource Ray gives a GPU node, named after its GPU model
+ACCELERATOR = "accelerator_type:"
+
 
 @dataclass(frozen=True)
 class Node:
-    """A live Ray node: its id and the GPUs it advertises per worker type."""
+    """A live Ray node: its id, the GPUs it advertises per worker type, and whether its type was
+    ``detected`` from its GPU model (its leases then hold plain ``GPU`` resources)."""
 
     id: str
     gpus: Mapping[str, int]
+    detected: bool = False
 
 
 def typed_nodes(worker_types: Iterable[str], ray_nodes: Iterable[Mapping]) -> list[Node]:
-    """The live nodes of ``ray.nodes()`` that advertise any of ``worker_types``, in that order."""
+    """The live nodes of ``ray.nodes()`` that serve any of ``worker_types``, by label or else by
+    GPU model (module docstring), in that order."""
     types = tuple(worker_types)
     nodes = []
     for node in ray_nodes:
-        gpus = {t: int(node["Resources"].get(t, 0)) for t in types}
-        if node.get("Alive") and any(gpus.values()):
-            nodes.append(Node(node["NodeID"], {t: n for t, n in gpus.items() if n}))
+        if not node.get("Alive"):
+            continue
+        resources = node["Resources"]
+        gpus = {t: int(resources.get(t, 0)) for t in types if resources.get(t, 0) >= 1}
+        if gpus:
+            nodes.append(Node(node["NodeID"], gpus))
+            continue
+        models = {key[len(ACCELERATOR):].split("-")[0].lower() for key in resources if key.startswith(ACCELERATOR)}
+        model = next((t for t in types if t.lower() in models), None)
+        if model is not None and resources.get("GPU", 0) >= 1:
+            nodes.append(Node(node["NodeID"], {model: int(resources["GPU"])}, detected=True))
     return nodes
 
 

@@ -173,14 +173,15 @@ class RayExecutor(Executor):
             self._start(address, slots)
             resources = ray.cluster_resources()
             self.uses_gpus = resources.get("GPU", 0) > 0
-            labelled = [t for t in self.worker_types if resources.get(t, 0) > 0]
+            served = labelled_gpus(self.worker_types, self.live_nodes())
+            labelled = [t for t in self.worker_types if served[t] > 0]
             if labelled and len(labelled) < len(self.worker_types):
                 missing = sorted(set(self.worker_types) - set(labelled))
                 raise ValueError(f"the Ray cluster's nodes advertise worker types {', '.join(labelled)} but not "
                                  f"{', '.join(missing)}")
             self.typed = bool(labelled)
             #: GPUs (or slots) per worker type the cluster registered at the start; untyped: one total
-            self.capacities = (labelled_gpus(self.worker_types, self.live_nodes()) if self.typed else
+            self.capacities = (served if self.typed else
                                {"": int(resources.get("GPU" if self.uses_gpus else "slot", 0))})
             self.capacity = sum(self.capacities.values())
             if self.capacity == 0:
@@ -195,6 +196,7 @@ class RayExecutor(Executor):
         self.log: list[LeaseRecord] = []
         self.rounds = 0
         self.journal = journal
+        self._detected: set[str] = set()
         self._resume()
 
     def checkpoint(self, job: int) -> Path:
@@ -270,7 +272,9 @@ class RayExecutor(Executor):
         for t, g in zip(types, leases.gpus.tolist()):
             need[t] = need.get(t, 0) + g
         self.check_fits(need, f"round {self.rounds} leases")
-        placed = place(types, leases.gpus.tolist(), self.live_nodes()) if self.typed else [("", "")] * n
+        nodes = self.live_nodes() if self.typed else []
+        self._detected = {node.id for node in nodes if node.detected}
+        placed = place(types, leases.gpus.tolist(), nodes) if self.typed else [("", "")] * n
         budgets = leases.budgets() * self.time_scale
         # the real steps that earn the plan (the tolerance keeps 8870 x 0.1 from rounding up to 888)
         caps = np.ceil(leases.steps * self.time_scale - 1e-9).astype(np.int64)
@@ -317,12 +321,10 @@ class RayExecutor(Executor):
         return results
 
     def _submit(self, job: int, worker_type: str, gpus: int, node: str, steps: int, seconds: float):
-        held = {"num_gpus": gpus} if self.uses_gpus else {"num_cpus": 0}
-        if self.typed:
-            held |= {"resources": {worker_type: gpus},
-                     "scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False)}
-        elif not self.uses_gpus:
-            held |= {"resources": {"slot": gpus}}
+        held = task_resources(worker_type, gpus, node if self.typed else None, self.uses_gpus,
+                              detected=node in self._detected)
+        if "node" in held:
+            held["scheduling_strategy"] = NodeAffinitySchedulingStrategy(held.pop("node"), soft=False)
         return _train_remote.options(**held).remote(
             asdict(self.specs[job]), str(self.checkpoint(job)), str(self.staged(job)), steps, seconds,
             "cuda" if self.uses_gpus else "cpu", gpus, self.threads, str(self.marker(job)))
@@ -388,6 +390,21 @@ class RayExecutor(Executor):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def task_resources(worker_type: str, gpus: int, node: str | None, uses_gpus: bool, detected: bool = False) -> dict:
+    """The Ray options of a lease's task: ``gpus`` GPUs (or emulated ``slot`` resources, with no
+    CPU held), and on a typed cluster (``node``: where :func:`~runtime_bridge.placement.place` put
+    it) as many of its worker type's label resource unless the node's type was ``detected`` from
+    its GPU model, pinned to ``node`` (as ``"node"``)."""
+    held: dict = {"num_gpus": gpus} if uses_gpus else {"num_cpus": 0}
+    if node is not None:
+        if not detected:
+            held["resources"] = {worker_type: gpus}
+        held["node"] = node
+    elif not uses_gpus:
+        held["resources"] = {"slot": gpus}
+    return held
 
 
 def _reason(exc: Exception) -> str:

@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from runtime_bridge.checkpoint import load_checkpoint  # noqa: E402
-from runtime_bridge.ray_executor import RayExecutor  # noqa: E402
+from runtime_bridge.ray_executor import RayExecutor, task_resources  # noqa: E402
 from schedopt import output  # noqa: E402
 from schedopt.cli import app  # noqa: E402
 from simulator.executor import MAX_FAILED_LEASES, SimulatedExecutor  # noqa: E402
@@ -57,6 +57,23 @@ def test_place_puts_each_lease_on_one_node_of_its_type_largest_first_best_fit():
               {"NodeID": "a", "Alive": True, "Resources": {"v100": 2.0}},
               {"NodeID": "d", "Alive": False, "Resources": {"p100": 1.0}}]
     assert typed_nodes(TYPES, listed) == [Node("a", {"v100": 2})]
+
+
+def test_gpu_nodes_without_labels_serve_the_type_their_gpu_model_names():
+    listed = [{"NodeID": "a", "Alive": True, "Resources": {"GPU": 8.0, "accelerator_type:V100": 1.0}},
+              {"NodeID": "b", "Alive": True, "Resources": {"GPU": 4.0, "accelerator_type:A100-80G": 1.0}},
+              {"NodeID": "c", "Alive": True, "Resources": {"GPU": 2.0, "accelerator_type:V100": 1.0, "p100": 2.0}},
+              {"NodeID": "d", "Alive": True, "Resources": {"GPU": 1.0, "accelerator_type:T4": 1.0}},
+              {"NodeID": "e", "Alive": True, "Resources": {"CPU": 4.0, "accelerator_type:V100": 1.0}}]
+    nodes = typed_nodes(("v100", "a100", "p100"), listed)
+    assert nodes == [Node("a", {"v100": 8}, detected=True), Node("b", {"a100": 4}, detected=True),
+                     Node("c", {"p100": 2})]  # a label wins over the model; no GPU count, no type
+    assert place(["a100", "v100"], [4, 8], nodes) == [("b", ""), ("a", "")]
+    assert task_resources("v100", 2, "a", uses_gpus=True, detected=True) == {"num_gpus": 2, "node": "a"}
+    assert task_resources("p100", 2, "c", uses_gpus=True) == {"num_gpus": 2, "resources": {"p100": 2}, "node": "c"}
+    assert task_resources("p100", 1, "c", uses_gpus=False) == {"num_cpus": 0, "resources": {"p100": 1}, "node": "c"}
+    assert task_resources("", 3, None, uses_gpus=False) == {"num_cpus": 0, "resources": {"slot": 3}}
+    assert task_resources("", 3, None, uses_gpus=True) == {"num_gpus": 3}
 
 
 @pytest.fixture(scope="module")
