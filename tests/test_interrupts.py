@@ -95,6 +95,8 @@ def assert_whole(path: Path) -> list[str]:
             assert not data or (data.endswith(b"\n") and all(len(r) == len(rows[0]) for r in rows)), name
         elif file.suffix == ".json":
             json.loads(data)
+        elif file.suffix == ".jsonl":  # a run's journal: a line per round, each whole
+            assert data.endswith(b"\n") and all(json.loads(line) for line in data.splitlines()), name
         elif file.suffix == ".png":
             assert data.startswith(b"\x89PNG") and data.endswith(b"IEND\xaeB`\x82"), name
         elif file.suffix == ".parquet":
