@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optim import Model, SolveOptions, Status, solve
-from optim.sparse import scipy_sparse as sp
+from optim.sparse import CsrArrays
 
 _SOLVED = (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT)
 
@@ -59,13 +59,19 @@ def build(problem: PairingProblem) -> Model:
     y = m.add_variables("y", W, vtype="binary")
     x = m.add_variables("x", P, vtype="binary")
     H = int(p.pair_host.max(initial=-1)) + 1
-    once = {y: sp.identity(W, format="csr"), x: sp.csr_matrix((np.ones(P), (p.pair_job, np.arange(P))), shape=(W, P))}
+    once = {y: _one_per_column(np.arange(W), W), x: _one_per_column(p.pair_job, W)}
     m.add_rows("once", once, hi=1.0)
     if P:
-        m.add_rows("one_guest", {x: sp.csr_matrix((np.ones(P), (p.pair_host, np.arange(P))), shape=(H, P))}, hi=1.0)
-    m.add_rows("free_gpus", {y: sp.csr_matrix(p.gpus.astype(float)[None, :])}, hi=float(p.free))
+        m.add_rows("one_guest", {x: _one_per_column(p.pair_host, H)}, hi=1.0)
+    m.add_rows("free_gpus", {y: p.gpus.astype(float)[None, :]}, hi=float(p.free))
     m.set_objective({y: p.alone, x: p.pair_value}, sense="max")
     return m
+
+
+def _one_per_column(row: np.ndarray, rows: int) -> CsrArrays:
+    """The (rows, len(row)) 0/1 matrix with column c's one in row ``row[c]``."""
+    return CsrArrays(np.ones(row.size), np.argsort(row, kind="stable"),
+                     np.concatenate([[0], np.cumsum(np.bincount(row, minlength=rows))]), (rows, row.size))
 
 
 def solve_pairing(problem: PairingProblem, solver: str = "highs", time_limit: float | None = 5.0) -> Pairing:

@@ -76,6 +76,7 @@ class LucidExact(Lucid):
             if self.start(view, int(waiting[w])):
                 started.add(int(waiting[w]))
         self.running[k].extend(j for j in queue if j in started)
+        self.in_running[list(started)] = True
         return started
 
     def _pairs(self, view: JobsView, waiting: np.ndarray, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -97,6 +97,8 @@ class Lucid(HeliosPolicy):
         #: that could not start start now (GPUs freed, a job alone that may host); a job that failed
         #: at the current version is not tried again
         self.running: list[list[int]] = [[] for _ in self.queues]
+        #: the jobs in ``running`` (so the jobs that ended since are found without walking it)
+        self.in_running = np.zeros(J, dtype=bool)
         self.version = [0] * len(self.queues)
         self.failed_at = np.full(J, -1)
         #: the jobs in a pair now (neither may take another partner)
@@ -135,6 +137,8 @@ class Lucid(HeliosPolicy):
                 self._estimate(view, new)
         if self.prof is None:
             return arrived
+        if not any(new.size for new in arrived) and not self.profiling and not self.prof_queue:
+            return arrived
         out = [list(new[view.requested[new] > self.profile_gpus]) for new in arrived]
         small = np.concatenate([new[view.requested[new] <= self.profile_gpus] for new in arrived])
         small = small[np.argsort(view.submit[small], kind="stable")].tolist()
@@ -142,7 +146,9 @@ class Lucid(HeliosPolicy):
         self.prof_queue.sort(key=view.requested.__getitem__)
         up = [j for j, t in self.profiling.items() if view.now >= t + self.profile_seconds - 1e-9]
         if up:
-            self.release(np.isin(self.entries[0], up))
+            leaving = np.zeros(self.sharing_now.size, dtype=bool)
+            leaving[up] = True
+            self.release(leaving[self.entries[0]])
             for j in up:
                 del self.profiling[j]
                 out[int(self.vc[j])].append(j)
@@ -171,6 +177,7 @@ class Lucid(HeliosPolicy):
         else:
             return False
         self.running[k].append(j)
+        self.in_running[j] = True
         return True
 
     def _partner(self, view: JobsView, j: int, k: int) -> int | None:
@@ -206,8 +213,13 @@ class Lucid(HeliosPolicy):
             self.sharing_now[[g, h]] = False
             self.version[int(self.vc[h])] += 1
         self.release(state[jobs] != _RUNNING)
-        done = [j for running in self.running for j in running if state[j] == _DONE]
-        self.running = [[j for j in running if state[j] == _RUNNING] for running in self.running]
+        left = np.flatnonzero(self.in_running & (state != _RUNNING))
+        done = []
+        if left.size:
+            self.in_running[left] = False
+            gone, ended = set(left.tolist()), set(left[state[left] == _DONE].tolist())
+            done = [j for running in self.running for j in running if j in ended]
+            self.running = [[j for j in running if j not in gone] for running in self.running]
         for j in [j for j in self.profiling if state[j] != _RUNNING]:
             del self.profiling[j]
             done.append(j)
@@ -224,12 +236,12 @@ class Lucid(HeliosPolicy):
         own = super().plan()
         if not self.host_of:
             return own
-        guests = np.array(list(self.host_of), dtype=np.int64)
-        hosts = np.array([self.host_of[g] for g in guests.tolist()], dtype=np.int64)
-        on = np.isin(own.jobs, hosts)
+        guests = np.fromiter(self.host_of.keys(), dtype=np.int64, count=len(self.host_of))
+        guest_of = np.full(self.sharing_now.size, -1, dtype=np.int64)
+        guest_of[np.fromiter(self.host_of.values(), dtype=np.int64, count=guests.size)] = guests
+        on = guest_of[own.jobs] >= 0
         host_rows = own.jobs[on]
-        guest_of = dict(zip(hosts.tolist(), guests.tolist(), strict=True))
-        guest_jobs = np.array([guest_of[h] for h in host_rows.tolist()], dtype=np.int64)
+        guest_jobs = guest_of[host_rows]
         return NodePlan(np.concatenate([own.jobs, guest_jobs]), np.concatenate([own.nodes, own.nodes[on]]),
                         np.concatenate([own.gpus, own.gpus[on]]),
                         np.concatenate([np.full(own.jobs.size, -1), host_rows]))
