@@ -26,7 +26,7 @@ import numpy as np
 
 from optim import Basis, CanonicalModel, CsrArrays, Model, Result
 from optim.basis import BASIC, LOWER, UPPER
-from optim.price_directed import balance
+from optim.level_balance import balance
 from optim.sparse import scipy_sparse as sp
 
 from . import combinations, published
@@ -92,7 +92,7 @@ def start_basis(problem: AllocationProblem, model: Model, variant: Variant = "pe
     No job passes ``Z = min_i max_j c_ij`` (``c = k T`` on runnable cells): the level of the job
     whose best rate is lowest, all its time at that rate. Every job runs alone on one type where
     its rate reaches Z, first the one of largest ``c_ij W_j``; then the types are balanced for Z
-    (:func:`optim.price_directed.balance`). The level is the largest these choices reach, ``z = min(min_j W_j /
+    (:func:`optim.level_balance.balance`). The level is the largest these choices reach, ``z = min(min_j W_j /
     sum_{i on j} s_i / c_ij, Z)`` (weighted by a merged problem's class sizes). Basic: z, each
     job's chosen cell, the time budgets' slacks and the capacities' but the one that sets z (else
     the worst job's time budget); every fairness row and every other cell at its bound. None where

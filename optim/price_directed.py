@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .assignment_lp import AssignmentLP
+from .level_balance import balance, fill
 from .reduced_lp import NotSolved, solve_reduced
 from .rowwise import argmax_rows, argmin_rows, fortran, take_rows
 from .sparse import distinct_rows
@@ -58,8 +59,6 @@ MARGIN = 0.01
 #: relative tolerance of the optimality checks on the fixed blocks
 CHECK_TOL = 1e-9
 MAX_ROUNDS = 20
-#: :func:`balance` runs at most this many rounds per type
-BALANCE_ROUNDS = 4
 #: a round frees at most as many failing blocks as the working set holds, and at least this many
 #: (:func:`_fewest`)
 GROW_MIN = 128
@@ -272,46 +271,6 @@ def _choose_level(part: _Part) -> tuple[float, int, np.ndarray, bool]:
         return Z, worst, best, True
     best, load = balance(per_level, allowed, part.n, best, Z)
     return Z, worst, best, bool((Z * load <= part.n * (1 + CHECK_TOL)).all())
-
-
-def balance(per_level: np.ndarray, allowed: np.ndarray, n: np.ndarray, best: np.ndarray, Z: float
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """``(best', load)``: the choice of one ``allowed`` type per block ``best`` rebalanced for
-    level Z, and each type's capacity per unit of level ``load_k = sum_{b on k} per_level_bk``.
-
-    Block b on type k takes ``Z per_level_bk`` of capacity k at level Z. In each of at most
-    :data:`BALANCE_ROUNDS` K rounds, the type most over its capacity at Z (if any) sheds blocks
-    until it fits: in order of the capacity they would take elsewhere per unit they free, each to
-    the allowed type with room for it where it would take least, as long as that type keeps room.
-    A round that moves no block ends."""
-    m, K = per_level.shape
-    rows = np.arange(m)
-    load = np.bincount(best, weights=per_level[rows, best], minlength=K)
-    spare = (n - Z * load).tolist()
-    for _ in range(BALANCE_ROUNDS * K):
-        j = min(range(K), key=spare.__getitem__)
-        if spare[j] >= 0:
-            break
-        on = np.flatnonzero(best == j)
-        elsewhere = np.where(allowed[on] & (Z * per_level[on] <= np.array(spare)), per_level[on], np.inf)
-        dest = elsewhere.argmin(axis=1)
-        add = Z * elsewhere[np.arange(on.size), dest]
-        free = Z * per_level[on, j]
-        order = np.argsort(add / free, kind="stable")
-        moved = False
-        for i, d, more, less in zip(on[order].tolist(), dest[order].tolist(), add[order].tolist(),
-                                    free[order].tolist(), strict=True):
-            if more == np.inf:
-                break
-            if more <= spare[d]:
-                best[i], moved = d, True
-                spare[d] -= more
-                spare[j] += less
-                if spare[j] >= 0:
-                    break
-        if not moved:
-            break
-    return best, np.bincount(best, weights=per_level[rows, best], minlength=K)
 
 
 def _solve(part: _Part, rng: np.random.Generator, tally: dict, margin: float = MARGIN):
@@ -589,31 +548,3 @@ def _assemble(part: _Part, free: np.ndarray, k1: np.ndarray, x_f, z, y, mu_f, la
         x[fixed[on], k[on]] = part.h[fixed[on]] / part.e[fixed[on], k[on]]
         mu[fixed[on]] = (part.c[fixed[on], k[on]] - y[k[on]] * part.g[fixed[on], k[on]]) / part.e[fixed[on], k[on]]
     return x, z, y, mu, lam
-
-
-def fill(x: np.ndarray, part: _Part, y: np.ndarray) -> np.ndarray:
-    """``x`` with each unpriced type's spare capacity handed to the blocks on it: on type k every
-    positive ``x_bk`` grows by the same factor ``t_k >= 1``, each block stopping at its budget,
-    until the type is full or every block on it is (types in order)."""
-    x = x.copy()
-    for k in np.flatnonzero(y <= 0):
-        on = np.flatnonzero(x[:, k] > 0)
-        spare = part.n[k] - part.g[:, k] @ x[:, k]
-        if on.size == 0 or spare <= 0:
-            continue
-        room = np.maximum(part.h[on] - (part.e[on] * x[on]).sum(axis=1), 0.0) / part.e[on, k]
-        grow = part.g[on, k] * x[on, k]  # capacity taken per unit of (t_k - 1) until the block's budget stops it
-        stop = room / x[on, k]  # t_k - 1 at which it does
-        order = np.argsort(stop, kind="stable")
-        stop, grow, cap = stop[order], grow[order], (part.g[on, k] * room)[order]
-        # capacity used at t - 1 = stop[i]: the stopped blocks' caps plus the rest growing
-        used = np.concatenate([[0.0], np.cumsum(cap)])[:-1] + stop * (grow.sum() - np.concatenate([[0.0],
-                                                                                               np.cumsum(grow)])[:-1])
-        i = int(np.searchsorted(used, spare, side="right"))
-        if i >= on.size:
-            t = stop[-1] if on.size else 0.0
-        else:
-            done, rest = cap[:i].sum(), grow[i:].sum()
-            t = (spare - done) / rest if rest > 0 else 0.0
-        x[on, k] += np.minimum(x[on, k] * t, room)
-    return x
