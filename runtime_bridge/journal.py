@@ -6,7 +6,7 @@ types, GPUs, planned steps) and what its leases did (the :class:`~simulator.exec
 credited and every lease's record). A round is appended, and flushed to disk, after its leases
 have all reported and before their checkpoints become the jobs' (the executor commits them
 after :meth:`Journal.append`), so a journaled round's successful leases are never lost and an
-unjournaled round left nothing behind but its ``.next`` checkpoints.
+unjournaled round left nothing behind but its ``.next-<round>`` checkpoints (removed on resuming).
 
 Resuming, the engine (deterministic) plans the same rounds again: each journaled round is answered
 from the journal after checking that its plan is the one journaled (else the run was started with

@@ -6,7 +6,7 @@ of its job type, seeded with its job id); its state lives in ``job-<id>.pt`` in 
 checkpoint folder. For a round, every lease becomes one Ray task, all submitted together
 and awaited together: the task resumes the job from its checkpoint, trains (see Credit
 below; :func:`~runtime_bridge.training.train_lease`), saves its checkpoint beside it
-(``job-<id>.next.pt``) and reports the steps it trained and their seconds; the driver then
+(``job-<id>.next-<round>.pt``) and reports the steps it trained and their seconds; the driver then
 makes that the job's checkpoint. A task holds ``num_gpus=<scale>`` on a Ray cluster with
 GPUs and else ``resources={"slot": <scale>}``, emulated GPU slots; on a cluster whose nodes
 advertise the run's worker types as resources (``{"v100": 4}``, emulated or next to real
@@ -203,14 +203,15 @@ class RayExecutor(Executor):
         """The checkpoint file of trace job ``job``."""
         return self.folder / f"job-{job}.pt"
 
-    def staged(self, job: int) -> Path:
-        """Where a lease of trace job ``job`` saves its checkpoint, until the driver has its report."""
-        return self.folder / f"job-{job}.next.pt"
+    def staged(self, job: int, round: int | None = None) -> Path:
+        """Where trace job ``job``'s lease of ``round`` (default: the current one) saves its
+        checkpoint, until the driver has its report."""
+        return self.folder / f"job-{job}.next-{self.rounds if round is None else round}.pt"
 
-    def _commit(self, job: int, gpus: int, missing_ok: bool = False) -> None:
+    def _commit(self, job: int, gpus: int, missing_ok: bool = False, round: int | None = None) -> None:
         """A successful lease's checkpoint (and its data-parallel ranks' files) as the job's
         (``missing_ok``: where it is still staged)."""
-        staged, checkpoint = self.staged(job), self.checkpoint(job)
+        staged, checkpoint = self.staged(job, round), self.checkpoint(job)
         if missing_ok and not staged.exists():
             return
         for rank in range(1, gpus):
@@ -224,8 +225,8 @@ class RayExecutor(Executor):
         rounds = self.journal.rounds if self.journal is not None else []
         for lease in rounds[-1]["leases"] if rounds else []:
             if not lease["reason"]:
-                self._commit(lease["job"], lease["gpus"], missing_ok=True)
-        for path in self.folder.glob("job-*.next.pt*"):
+                self._commit(lease["job"], lease["gpus"], missing_ok=True, round=lease["round"])
+        for path in self.folder.glob("job-*.next-*.pt*"):
             path.unlink(missing_ok=True)
         trained = sorted({lease["job"] for entry in rounds for lease in entry["leases"] if lease["trained"]})
         lost = [job for job in trained if not self.checkpoint(job).exists()]

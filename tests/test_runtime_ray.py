@@ -101,7 +101,7 @@ def test_a_lease_trains_on_the_executors_threads_which_default_to_the_profiles(t
     monkeypatch.setattr(torch, "set_num_threads", lambda n: (seen.append(n), real(n)))
     spec = dataclasses.asdict(executor.specs[0])
     try:
-        _train(spec, str(tmp_path / "job-0.pt"), str(tmp_path / "job-0.next.pt"), 2, 5.0, "cpu", 1, 3,
+        _train(spec, str(tmp_path / "job-0.pt"), str(tmp_path / "job-0.next-1.pt"), 2, 5.0, "cpu", 1, 3,
                str(tmp_path / "job-0.pid"))
     finally:
         real(previous)
@@ -200,52 +200,62 @@ def test_a_lease_that_fails_after_saving_leaves_the_jobs_checkpoint_as_it_was(tm
     done = [lease for lease in leases if not lease.failed]
     assert [lease.start_step for lease in done] == [0, 1, 2]  # resumed where the credited leases left it
     assert load_checkpoint(executor.checkpoint(0))["step"] == 3 and result.jobs["work_done"][0] == 9
-    assert not executor.staged(0).exists()
+    assert not list((tmp_path / "ckpt").glob("job-*.next-*"))
 
 
 class Stops(RayExecutor):
-    """A driver that stops (Ctrl-C) when round ``at`` starts, or (``adopting``) after round
-    ``at``'s journal line, before its checkpoints are adopted; counts the leases it runs."""
+    """A driver that stops (Ctrl-C) in round ``at``: as it starts (``when="starting"``), once its
+    leases have reported and saved but before its journal line (``"journaling"``), or after that
+    line before its checkpoints are adopted (``"adopting"``); counts the leases it runs."""
 
-    def __init__(self, *args, at=0, adopting=False, **kwargs):
-        self.at, self.adopting, self.submitted = at, adopting, 0
+    def __init__(self, *args, at=0, when="starting", **kwargs):
+        self.at, self.when, self.submitted = at, when, 0
         super().__init__(*args, **kwargs)
+        if self.journal is not None and when == "journaling":
+            append = self.journal.append
+
+            def stopping(*rest):
+                if self.rounds == self.at:
+                    raise KeyboardInterrupt
+                append(*rest)
+
+            self.journal.append = stopping
 
     def execute(self, leases):
-        if self.rounds + 1 == self.at and not self.adopting:
+        if self.rounds + 1 == self.at and self.when == "starting":
             raise KeyboardInterrupt
         return super().execute(leases)
 
-    def _commit(self, job, gpus, missing_ok=False):
-        if self.rounds == self.at and self.adopting and not missing_ok:
+    def _commit(self, job, gpus, missing_ok=False, round=None):
+        if self.rounds == self.at and self.when == "adopting" and not missing_ok:
             raise KeyboardInterrupt
-        super()._commit(job, gpus, missing_ok)
+        super()._commit(job, gpus, missing_ok, round)
 
     def _submit(self, *args):
         self.submitted += 1
         return super()._submit(*args)
 
 
-@pytest.mark.parametrize("adopting", [False, True])
-def test_a_run_whose_driver_stopped_resumes_from_its_journal_and_checkpoints(tmp_path, adopting):
+@pytest.mark.parametrize("when", ["journaling", "adopting"])
+def test_a_run_whose_driver_stopped_resumes_from_its_journal_and_checkpoints(tmp_path, when):
     trace, table = write_jobs(tmp_path, JOBS[:2])
     journal, folder = tmp_path / "journal.jsonl", tmp_path / "ckpt"
-    with Stops(trace.job_types, folder, time_scale=SCALE, journal=Journal(journal), at=2, adopting=adopting) as first:
+    with Stops(trace.job_types, folder, time_scale=SCALE, journal=Journal(journal), at=2, when=when) as first:
         with pytest.raises(KeyboardInterrupt):
             run(trace, table, first)
     journaled = [dataclasses.asdict(lease) for lease in first.log]
-    if adopting:  # round 2 journaled, its checkpoints still staged
-        assert {lease["round"] for lease in journaled} == {1} and list(folder.glob("job-*.next.pt"))
+    assert {lease["round"] for lease in journaled} == {1} and list(folder.glob("job-*.next-2.pt"))  # round 2 saved
+    adopting = when == "adopting"  # round 2 journaled, its checkpoints to adopt; else to drop, round 2 run again
+    assert len(Journal(journal, resume=True).rounds) == 1 + adopting
     with Stops(trace.job_types, folder, time_scale=SCALE, journal=Journal(journal, resume=True)) as second:
         resumed = run(trace, table, second)
     recorder = Recording()
     run(trace, table, recorder)
-    rounds = len({lease["round"] for lease in journaled}) + adopting
-    replayed = [lease for lease in second.log if lease.round <= rounds]
+    replayed = [lease for lease in second.log if lease.round <= 1 + adopting]
     assert [dataclasses.asdict(lease) for lease in replayed][:len(journaled)] == journaled
     assert second.submitted == len(second.log) - len(replayed)  # journaled rounds are not run again
     assert by_round(second.log) == recorder.rounds  # the plan of a run never stopped
-    assert resumed.summary["jobs_completed"] == 2 and not list(folder.glob("job-*.next.pt*"))
+    assert resumed.summary["jobs_completed"] == 2 and not list(folder.glob("job-*.next-*"))
     for job in range(2):
         leases = [lease for lease in second.log if lease.job == job]
         assert [lease.start_step for lease in leases] == list(np.cumsum([0] + [le.trained for le in leases[:-1]]))
@@ -314,6 +324,14 @@ def test_cli_run_writes_the_simulate_outputs_with_measured_throughputs(tmp_path)
     for lease in leases:
         assert int(lease["credited"]) == int(lease["planned"]) and lease["reason"] == ""
         assert float(lease["budget_seconds"]) == pytest.approx(ROUND * SCALE)  # the rest of the round
+    # resuming the finished run replays every round from its journal: the same leases and jobs
+    before = {name: (out / name).read_text() for name in ("leases.csv", "jobs.csv")}
+    resumed = CliRunner().invoke(app, ["run", "--trace", trace.source, "--throughputs", str(tmp_path / "table.json"),
+                                       "--policy", "fifo_perf", "--solver", "highs", "--cluster", "cpu=2",
+                                       "--round", str(ROUND), "--time-scale", str(SCALE), "--out", str(out),
+                                       "--no-progress", "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert {name: (out / name).read_text() for name in before} == before
 
 
 def test_cli_run_without_ray_says_what_to_install(tmp_path, monkeypatch):
