@@ -47,11 +47,6 @@ class Journal:
             self.path.write_text(json.dumps({"journal": VERSION}) + "\n")
         self.replayed = 0
 
-    @property
-    def last(self) -> dict | None:
-        """The last journaled round (None: none)."""
-        return self.rounds[-1] if self.rounds else None
-
     def replay(self, leases: Leases) -> tuple[LeaseResults, list[dict]] | None:
         """The next journaled round's results and lease records, where one is left (None: run
         this round for real); :class:`JournalError` where its plan is not ``leases``."""
