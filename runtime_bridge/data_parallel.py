@@ -36,11 +36,11 @@ from .workloads import WorkloadSpec, make_workload
 RENDEZVOUS_TIMEOUT = timedelta(seconds=120)
 
 
-def measure_data_parallel(spec: WorkloadSpec, device_type: str, scale: int, *, steps: int, seconds: float,
+def measure_data_parallel(spec: WorkloadSpec, device_type: str, scale: int, *, steps: int | None, seconds: float,
                           warmup: int, threads: int) -> float:
     """Steps/s of ``spec`` trained by ``scale`` processes on ``device_type`` (``cpu`` or
-    ``cuda``), each CPU process with ``threads`` threads, for at most ``steps`` steps and
-    about ``seconds`` after ``warmup`` steps; a ProfileError says why a process failed.
+    ``cuda``), each CPU process with ``threads`` threads, for about ``seconds`` (at most
+    ``steps`` steps where given) after ``warmup`` steps; a ProfileError says why a process failed.
     (Each step synchronizes through ``loss.item()``, so the timing covers GPU work.)"""
     with tempfile.TemporaryDirectory(prefix="schedopt-ddp-") as folder:
         why = _spawn(_worker, (asdict(spec), device_type, scale, steps, seconds, warmup, threads, folder), scale)
@@ -71,7 +71,7 @@ def _join(rank: int, device_type: str, scale: int, threads: int, folder: str) ->
     return torch.device(device_type, rank) if device_type == "cuda" else torch.device("cpu")
 
 
-def _worker(rank: int, spec: dict, device_type: str, scale: int, steps: int, seconds: float, warmup: int,
+def _worker(rank: int, spec: dict, device_type: str, scale: int, steps: int | None, seconds: float, warmup: int,
             threads: int, folder: str) -> None:
     _in_group(rank, device_type, scale, threads, folder, _measure, spec, steps, seconds, warmup)
 
@@ -87,13 +87,14 @@ def _in_group(rank: int, device_type: str, scale: int, threads: int, folder: str
         _leave()
 
 
-def _measure(rank: int, device: torch.device, spec: dict, steps: int, seconds: float, warmup: int,
+def _measure(rank: int, device: torch.device, spec: dict, steps: int | None, seconds: float, warmup: int,
              folder: str) -> None:
     workload = make_workload(**spec, device=device, rank=rank)
     workload.data_parallel()
     step_time = torch.tensor([train_lease(workload, steps=max(1, warmup)).seconds / max(1, warmup)])
     dist.all_reduce(step_time, op=dist.ReduceOp.MAX)
-    count = max(1, min(steps, int(seconds / max(step_time.item(), 1e-9))))
+    timed = int(seconds / max(step_time.item(), 1e-9))
+    count = max(1, timed if steps is None else min(steps, timed))
     dist.barrier()
     started = time.perf_counter()
     train_lease(workload, steps=count)

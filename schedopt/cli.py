@@ -520,7 +520,7 @@ def profile(
     device: str = typer.Option("auto", help="auto (GPUs where present, else the CPU) | cpu | cuda"),
     worker_type: str | None = typer.Option(None, help=(
         "Worker type the table names \\[default: cpu, or the GPU model such as h100].")),
-    steps: int = typer.Option(50, help="Timed steps per measurement, at most."),
+    steps: int | None = typer.Option(None, help="Timed steps per measurement, at most \\[default: no cap]."),
     seconds: float = typer.Option(5.0, help="Timed seconds per measurement, about, at most."),
     warmup: int = typer.Option(3, help="Untimed steps before each measurement."),
     seed: int = typer.Option(0, help="Seed of the models and their synthetic data."),
@@ -546,7 +546,7 @@ def profile(
                          f"(known: {', '.join(WORKLOADS)})")
     if model_size not in MODEL_SIZES:
         raise ValueError(f"--model-size {model_size!r}: expected one of {', '.join(MODEL_SIZES)}")
-    if steps < 1 or warmup < 0 or not seconds > 0:
+    if (steps is not None and steps < 1) or warmup < 0 or not seconds > 0:
         raise ValueError("--steps must be >= 1, --warmup >= 0 and --seconds > 0")
     if out.is_dir():
         raise ValueError(f"--out {str(out)!r}: is a directory; give a file name")
