@@ -85,105 +85,191 @@ def assignment_structure(model: CanonicalModel) -> AssignmentLP | None:
 
 def _read(model: CanonicalModel, flip: np.ndarray, rhs: np.ndarray, sign: float, c: np.ndarray, data: np.ndarray,
           z: int, empty: np.ndarray) -> AssignmentLP | None:
-    """The model read with column ``z`` as the level column (the sum form where -1), or None."""
+    """The model read with column ``z`` as the level column (the sum form where -1), or None: its
+    values laid out by the first :class:`_Shape` of its sparsity that takes them. The shape that
+    did is kept (:data:`_KEPT`) for the next model of the same sparsity, such as the next level
+    LP of a bisection, whose values alone are read then."""
+    if z >= 0:
+        indptr, indices = np.asarray(model.A.indptr), np.asarray(model.A.indices)
+        if (data[indptr[z]:indptr[z + 1]] <= 0).any() or (rhs[indices[indptr[z]:indptr[z + 1]]] != 0).any():
+            return None
+    kept = _KEPT.get(z)
+    if kept is not None and kept.fits(model):
+        lp = _values(kept, model, flip, rhs, sign, c, data)
+        if lp is not None:
+            return lp
+    for shape in _shapes(model, z, empty):
+        lp = _values(shape, model, flip, rhs, sign, c, data)
+        if lp is not None:
+            if model.A.nnz <= KEEP_NONZEROS:
+                _KEPT[z] = shape
+            return lp
+    return None
+
+
+#: a shape is kept for models of at most this many nonzeros (it holds their index arrays)
+KEEP_NONZEROS = 4_000_000
+#: the last shape read per level column (-1: the sum form)
+_KEPT: dict[int, _Shape] = {}
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the sparsity alone says of an assignment-shaped model: the cells' columns, the
+    positions of their two capacity-or-budget entries in ``A.data`` (slices or index arrays),
+    the split of those rows, and in the level form the level entries' cells and blocks."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    sided: tuple[np.ndarray, np.ndarray]  # the rows' (upper, lower) masks
+    z: int
+    cols: np.ndarray
+    positions: tuple
+    split: tuple
+    cells: tuple  # (flat (m, K) index of each column of ``cols``, a slice where ordered; (m, K) model columns)
+    is_level_row: np.ndarray
+    level: tuple | None  # (each level entry's cell, block and position; the level rows; z's entries' blocks)
+
+    def fits(self, model: CanonicalModel) -> bool:
+        """Whether ``model`` has this shape's sparsity and sides of rows."""
+        A = model.A
+        if A.shape != (self.is_level_row.size, self.indptr.size - 1) or A.nnz != self.indices.size:
+            return False
+        return (np.array_equal(np.asarray(A.indptr), self.indptr)
+                and np.array_equal(np.asarray(A.indices), self.indices)
+                and all(np.array_equal(a, b) for a, b in zip(_sides(model), self.sided)))
+
+
+def _sides(model: CanonicalModel) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = model.row_lo, model.row_hi
+    return np.isfinite(hi) & ~np.isfinite(lo), np.isfinite(lo) & ~np.isfinite(hi)
+
+
+def _shapes(model: CanonicalModel, z: int, empty: np.ndarray):
+    """The shapes the model's sparsity allows with ``z`` as the level column, in the order tried."""
     lo = model.row_lo
     indptr, indices = np.asarray(model.A.indptr), np.asarray(model.A.indices)
     counts = np.diff(indptr)
     level = z >= 0
     if not level and (counts > 2).any():
-        return None
+        return
     is_level_row = np.zeros(lo.size, dtype=bool)
     if level:
-        z_rows = indices[indptr[z]:indptr[z + 1]]
-        if (data[indptr[z]:indptr[z + 1]] <= 0).any() or (rhs[z_rows] != 0).any():
-            return None
-        is_level_row[z_rows] = True
+        is_level_row[indices[indptr[z]:indptr[z + 1]]] = True
     cols = np.flatnonzero(np.arange(counts.size) != z)
     per = counts[cols]
     if ((per != 2) & (per != 3 if level else True)).any():
-        return None
-    entries = _cell_entries(indptr, indices, data, cols, per, z, is_level_row)
+        return
+    entries = _cell_entries(indptr, indices, cols, per, z, is_level_row)
     if entries is None:
-        return None
-    rows2, vals2, level_entries = entries
+        return
+    rows2, positions, level_entries = entries
     for split in _splits(rows2, lo.size):
-        lp = _layout(model, split, vals2, cols, rhs, flip, sign, c, z, is_level_row, empty)
-        if lp is not None and (not level or _with_level_rows(lp, model, z, data, indices, indptr, level_entries,
-                                                              split[4], cols)):
-            return lp
-    return None
+        cells = _cells(split, cols, empty, is_level_row, model)
+        if cells is None:
+            continue
+        found = _level_map(cells, model, z, indices, indptr, level_entries, split[4], cols) if level else None
+        if level and found is None:
+            continue
+        yield _Shape(indptr, indices, _sides(model), z, cols, positions, split, cells, is_level_row, found)
 
 
-def _cell_entries(indptr, indices, data, cols, per, z, is_level_row):
-    """Each cell's two capacity-or-budget entries ``((rows0, rows1), (vals0, vals1))`` in column
-    order and its level-row entries ``(rows, columns, values)``, or None where a cell has not
-    exactly ``per - 2`` entries in level rows. The common layouts (every cell's level entry last,
-    as :class:`~optim.Model` and the formulations lay models out) are read without sorting."""
+def _cell_entries(indptr, indices, cols, per, z, is_level_row):
+    """Each cell's two capacity-or-budget entries ``((rows0, rows1), (positions0, positions1))`` in
+    column order (positions in ``A.data``: slices where strided) and its level-row entries
+    ``(rows, columns, positions)``, or None where a cell has not exactly ``per - 2`` entries in
+    level rows. The common layouts (every cell's level entry last, as :class:`~optim.Model` and
+    the formulations lay models out) are read without sorting."""
     p = int(per[0]) if per.size else 0
     if per.size and cols[-1] == cols.size - 1 and indptr[cols.size] == p * cols.size and (per == p).all():
         end = p * cols.size  # the cells are the leading columns, p entries each: strided views
-        rows0, rows1 = indices[0:end:p], indices[1:end:p]
-        vals0, vals1 = data[0:end:p], data[1:end:p]
+        pos0, pos1 = slice(0, end, p), slice(1, end, p)
     else:
-        start = indptr[cols]
-        rows0, rows1 = indices[start], indices[start + 1]
-        vals0, vals1 = data[start], data[start + 1]
+        pos0 = indptr[cols]
+        pos1 = pos0 + 1
+    rows0, rows1 = indices[pos0], indices[pos1]
     if z < 0:
-        return (rows0, rows1), (vals0, vals1), (np.zeros(0, dtype=np.int64), cols[:0], np.zeros(0))
+        return (rows0, rows1), (pos0, pos1), (np.zeros(0, dtype=np.int64), cols[:0], np.zeros(0, dtype=np.int64))
     has3 = per == 3
     start = indptr[cols]
     third = start[has3] + 2
     if is_level_row[indices[third]].all() and not (is_level_row[rows0].any() or is_level_row[rows1].any()):
-        return (rows0, rows1), (vals0, vals1), (indices[third], cols[has3], data[third])
-    third = np.minimum(start + 2, indices.size - 1)
-    rows3 = np.stack([rows0, rows1, np.where(has3, indices[third], -1)], axis=1)
-    vals3 = np.stack([vals0, vals1, np.where(has3, data[third], 0.0)], axis=1)
-    present = np.ones(rows3.shape, dtype=bool)
-    present[:, 2] = has3
+        return (rows0, rows1), (pos0, pos1), (indices[third], cols[has3], third)
+    spots = np.stack([start, start + 1, np.where(has3, start + 2, -1)], axis=1)
+    rows3 = np.where(spots >= 0, indices[np.maximum(spots, 0)], -1)
+    present = spots >= 0
     on_level = present & is_level_row[rows3]
     if (on_level.sum(axis=1) != per - 2).any():
         return None
-    rows2, vals2 = rows3[present & ~on_level].reshape(-1, 2), vals3[present & ~on_level].reshape(-1, 2)
+    rows2, spots2 = rows3[present & ~on_level].reshape(-1, 2), spots[present & ~on_level].reshape(-1, 2)
     lv = on_level.any(axis=1)
-    return (rows2[:, 0], rows2[:, 1]), (vals2[:, 0], vals2[:, 1]), (rows3[on_level], cols[lv], vals3[on_level])
+    return (rows2[:, 0], rows2[:, 1]), (spots2[:, 0], spots2[:, 1]), (rows3[on_level], cols[lv], spots[on_level])
 
 
-def _layout(model: CanonicalModel, split, vals2: np.ndarray, cols: np.ndarray, rhs: np.ndarray, flip: np.ndarray,
-            sign: float, c: np.ndarray, z: int, is_level_row: np.ndarray, empty: np.ndarray) -> AssignmentLP | None:
-    """The (m, K) arrays of one split of the cells' rows into capacity and budget rows, or None."""
+def _cells(split, cols: np.ndarray, empty: np.ndarray, is_level_row: np.ndarray, model: CanonicalModel):
+    """The cells of one split of their rows into capacity and budget rows: ``(cells, col)``
+    (``cells`` the flat (m, K) index of each column in ``cols``, a slice where ordered; ``col``
+    each cell's model column, -1 where none), or None where a row has entries outside the shape."""
     cap_first, cap_rows, k, budget_rows, b = split
-    if cap_first is True:
-        g_v, e_v = vals2
-    else:
-        g_v, e_v = np.where(cap_first, vals2[0], vals2[1]), np.where(cap_first, vals2[1], vals2[0])
     m, K = budget_rows.size, cap_rows.size
-    if (e_v <= 0).any() or (g_v < 0).any() or (rhs[budget_rows] < 0).any() or (rhs[cap_rows] < 0).any():
-        return None
-    col_lo, col_hi = model.col_lo[cols], model.col_hi[cols]
-    if (col_lo != 0).any() or not ((col_hi == 0) | (col_hi == np.inf)).all():
-        return None
     if k is None:  # ordered: cell i is (i // K, i % K)
-        cells, col, run, g, e = slice(None), cols, col_hi > 0, g_v, e_v
+        cells, col = slice(None), cols
     else:
         cells = b * K + k
         col = np.full(m * K, -1, dtype=np.int64)
         col[cells] = cols
-        run = np.zeros(m * K, dtype=bool)
-        run[cells] = col_hi > 0
-        g, e = np.zeros(m * K), np.ones(m * K)
-        g[cells], e[cells] = g_v, e_v
     used = is_level_row.copy()
     used[cap_rows] = used[budget_rows] = True
     if not (used | empty).all() and not (used | (np.bincount(model.A.indices, minlength=used.size) == 0)).all():
         return None  # a row with entries outside the shape (``empty``: rows known to have none)
+    return cells, col.reshape(m, K)
+
+
+def _values(shape: _Shape, model: CanonicalModel, flip: np.ndarray, rhs: np.ndarray, sign: float, c: np.ndarray,
+            data: np.ndarray) -> AssignmentLP | None:
+    """The (m, K) arrays of ``shape`` filled from the model's values, or None where they do not
+    fit the internal form (signs, bounds)."""
+    cap_first, cap_rows, k, budget_rows, _ = shape.split
+    cells, col = shape.cells
+    vals0, vals1 = data[shape.positions[0]], data[shape.positions[1]]
+    if cap_first is True:
+        g_v, e_v = vals0, vals1
+    else:
+        g_v, e_v = np.where(cap_first, vals0, vals1), np.where(cap_first, vals1, vals0)
+    m, K = budget_rows.size, cap_rows.size
+    if (e_v <= 0).any() or (g_v < 0).any() or (rhs[budget_rows] < 0).any() or (rhs[cap_rows] < 0).any():
+        return None
+    cols = shape.cols
+    col_lo, col_hi = model.col_lo[cols], model.col_hi[cols]
+    if (col_lo != 0).any() or not ((col_hi == 0) | (col_hi == np.inf)).all():
+        return None
+    if k is None:
+        run, g, e = col_hi > 0, g_v, e_v
+    else:
+        run = np.zeros(m * K, dtype=bool)
+        run[cells] = col_hi > 0
+        g, e = np.zeros(m * K), np.ones(m * K)
+        g[cells], e[cells] = g_v, e_v
     lp = AssignmentLP(c=None, a=None, g=g.reshape(m, K), e=e.reshape(m, K), h=rhs[budget_rows].astype(float),
-                      n=rhs[cap_rows].astype(float), run=run.reshape(m, K), col=col.reshape(m, K), z_col=z,
+                      n=rhs[cap_rows].astype(float), run=run.reshape(m, K), col=col, z_col=-1,
                       z_lo=-np.inf, cap_rows=cap_rows, budget_rows=budget_rows, level_rows=None,
                       level_scale=None, flip=flip, sign=sign)
-    if z < 0:
+    if shape.level is None:
         cell_c = np.zeros(m * K)
         cell_c[cells] = c[cols]
         lp.c = cell_c.reshape(m, K)
+        return lp
+    lv_cell, lv_blocks, lv_pos, level_rows, blocks = shape.level
+    z = shape.z
+    scale = np.empty(m)
+    scale[blocks] = data[model.A.indptr[z]:model.A.indptr[z + 1]]
+    a = np.zeros(m * K)
+    a[lv_cell] = -data[lv_pos] / scale[lv_blocks]
+    if (a < 0).any():
+        return None
+    lp.a, lp.level_rows, lp.level_scale, lp.z_col = a.reshape(m, K), level_rows, scale, z
+    lp.model_c_z = float(model.c[z])
+    lp.z_lo = float(model.col_lo[z])
     return lp
 
 
@@ -237,19 +323,20 @@ def _ranks(rows: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(mark), rank[rows]
 
 
-def _with_level_rows(lp: AssignmentLP, model: CanonicalModel, z: int, data, indices, indptr, level_entries, b,
-                     cols) -> AssignmentLP | None:
-    """``lp`` completed with the level rows: one per block, the level column's coefficient
-    ``alpha_b > 0`` in it, ``a_bk = -A_(row, cell) / alpha_b >= 0``; ``level_entries``: the
-    cells' entries in level rows as (rows, columns, values)."""
-    m, K = lp.shape
-    lv_rows, lv_cols, lv_vals = level_entries
+def _level_map(cells, model: CanonicalModel, z: int, indices, indptr, level_entries, b, cols):
+    """The level rows' structure: one per block, holding the level column; ``level_entries``: the
+    cells' entries in level rows as (rows, columns, positions). Returns ``(cell of each entry, its
+    block, its position, the blocks' level rows, the block of each of z's entries)``, or
+    None where a level row is shared by two blocks or a block has not exactly one."""
+    m, K = cells[1].shape
+    col = cells[1]
+    lv_rows, lv_cols, lv_pos = level_entries
     position = np.full(model.num_vars, -1, dtype=np.int64)
     if b is None:  # ordered: cell i is column cols[i], block i // K
         position[cols] = np.arange(cols.size)
         lv_blocks = position[lv_cols] // K
     else:
-        position[lp.col[lp.col >= 0]] = np.flatnonzero(lp.col.reshape(-1) >= 0)
+        position[col[col >= 0]] = np.flatnonzero(col.reshape(-1) >= 0)
         block_of_col = np.full(model.num_vars, -1, dtype=np.int64)
         block_of_col[cols] = b
         lv_blocks = block_of_col[lv_cols]
@@ -257,20 +344,13 @@ def _with_level_rows(lp: AssignmentLP, model: CanonicalModel, z: int, data, indi
     row_block[lv_rows] = lv_blocks
     if (row_block[lv_rows] != lv_blocks).any():
         return None  # a level row shared by two blocks
-    z_rows, alpha = indices[indptr[z]:indptr[z + 1]], data[indptr[z]:indptr[z + 1]]
+    z_rows = indices[indptr[z]:indptr[z + 1]]
     blocks = row_block[z_rows]
     if z_rows.size != m or (blocks < 0).any() or np.bincount(blocks, minlength=m).max(initial=0) > 1:
         return None
-    level_rows, scale = np.empty(m, dtype=np.int64), np.empty(m)
-    level_rows[blocks], scale[blocks] = z_rows, alpha
-    a = np.zeros(m * K)
-    a[position[lv_cols]] = -lv_vals / scale[lv_blocks]
-    if (a < 0).any():
-        return None
-    lp.a, lp.level_rows, lp.level_scale = a.reshape(m, K), level_rows, scale
-    lp.model_c_z = float(model.c[z])
-    lp.z_lo = float(model.col_lo[z])
-    return lp
+    level_rows = np.empty(m, dtype=np.int64)
+    level_rows[blocks] = z_rows
+    return position[lv_cols], lv_blocks, lv_pos, level_rows, blocks
 
 
 def to_result(lp: AssignmentLP, model: CanonicalModel, x: np.ndarray, z: float, y: np.ndarray, mu: np.ndarray,

@@ -105,19 +105,44 @@ def test_a_user_program_of_the_shape_is_found_from_its_rows_and_solved():
     rng = np.random.default_rng(4)
     m, K = 50, 3
     a, e, g = rng.uniform(0.5, 2.0, (m, K)), rng.integers(1, 4, (m, K)).astype(float), rng.choice([1.0, 2.0], (m, K))
-    model = Model("user level program")
-    x = model.add_variables("x", (m, K), lb=0.0)
-    z = model.add_variables("z", 1, lb=0.0)
-    model.add_rows("level", {x: np.kron(np.eye(m), np.ones((1, K))) * a.reshape(1, -1), z: -np.ones((m, 1))}, lo=0.0)
-    model.add_rows("budget", {x: np.kron(np.eye(m), np.ones((1, K))) * e.reshape(1, -1)}, hi=2.0)
-    model.add_rows("capacity", {x: np.kron(np.ones((1, m)), np.eye(K)) * g.reshape(1, -1)}, hi=np.array([5.0, 8, 3]))
-    model.set_objective({z: -1.0}, sense="min")
-    canon = model.canonical()
+    canon = _user_level_program(a, e, g, np.array([5.0, 8, 3]))
     shape = assignment_structure(canon)
     assert shape is not None and shape.level and shape.shape == (m, K)
     ours = solve(canon, "block")
     check_certificate(canon, ours)
     assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
+
+
+def _user_level_program(a, e, g, capacity):
+    m, K = a.shape
+    model = Model("user level program")
+    x = model.add_variables("x", (m, K), lb=0.0)
+    z = model.add_variables("z", 1, lb=0.0)
+    model.add_rows("level", {x: np.kron(np.eye(m), np.ones((1, K))) * a.reshape(1, -1), z: -np.ones((m, 1))}, lo=0.0)
+    model.add_rows("budget", {x: np.kron(np.eye(m), np.ones((1, K))) * e.reshape(1, -1)}, hi=2.0)
+    model.add_rows("capacity", {x: np.kron(np.ones((1, m)), np.eye(K)) * g.reshape(1, -1)}, hi=capacity)
+    model.set_objective({z: -1.0}, sense="min")
+    return model.canonical()
+
+
+def test_a_model_of_the_kept_sparsity_is_read_from_its_own_values():
+    # a bisection's next level LP: same rows and columns, other coefficients
+    from optim import assignment_lp
+
+    rng = np.random.default_rng(7)
+    m, K = 30, 3
+    a, e, g = rng.uniform(0.5, 2.0, (m, K)), rng.integers(1, 4, (m, K)).astype(float), rng.choice([1.0, 2.0], (m, K))
+    first = assignment_structure(_user_level_program(a, e, g, np.array([5.0, 8, 3])))
+    second_model = _user_level_program(3 * a[::-1], e[::-1], g, np.array([2.0, 9, 4]))
+    kept = assignment_structure(second_model)
+    assignment_lp._KEPT.clear()
+    fresh = assignment_structure(second_model)
+    assert first is not None and kept is not None and fresh is not None
+    for field in ("a", "g", "e", "h", "n", "run", "col", "level_rows", "level_scale", "cap_rows", "budget_rows"):
+        assert np.array_equal(getattr(kept, field), getattr(fresh, field)), field
+    assert np.array_equal(kept.a, 3 * a[::-1]) and np.array_equal(kept.n, [2.0, 9, 4])
+    negative = assignment_structure(_user_level_program(-a, e, g, np.array([5.0, 8, 3])))
+    assert negative is None  # same sparsity, a level coefficient of the wrong sign: not the shape
 
 
 def test_a_model_of_another_shape_is_not_taken():
