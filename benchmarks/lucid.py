@@ -6,13 +6,14 @@
 Each policy replays Philly (``pollux/traces/philly.csv``) on Helios' Philly virtual clusters
 (``lucid/philly/vc_config.csv``, 8 GPUs a node), every job on its VC's nodes, each job's profiled
 workload drawn (seed 0) from Lucid's measurements (``lucid/``), which only ``lucid`` reads (to share
-GPUs at the measured pair speeds; ``lucid`` and ``lucid-exact`` also get the artifact's profiling VC,
-2 nodes of the largest VC). Windows: the artifact's week (2017-10-01 to 10-07) and with
-``--whole`` the whole trace; ``--scales``: every VC at that multiple of its nodes (1.0: Helios'
-sizes). Writes ``benchmarks/results/lucid.csv``: per (window, scale, policy) the jobs, average JCT,
-mean and 99.9th-percentile queueing delay, average JCT of large (> 8 GPUs) and small jobs, the
-utilization, the share of jobs that shared GPUs, the estimator's error where the policy has one,
-and the wall time; rows of runs not repeated are kept.
+GPUs at the measured pair speeds; ``lucid`` and ``lucid-exact`` also get the artifact's profiling
+VC, 2 nodes of the largest VC; ``+tuner``: with Lucid's system tuner, which the artifact runs on
+Venus only). Windows: the artifact's week (2017-10-01 to 10-07) and with ``--whole`` the whole
+trace; ``--scales``: every VC at that multiple of its nodes (1.0: Helios' sizes). Writes
+``benchmarks/results/lucid.csv``: per (window, scale, policy) the jobs, average JCT, mean and
+99.9th-percentile queueing delay, average JCT of large (> 8 GPUs) and small jobs, the utilization,
+the share of jobs that shared GPUs, the estimator's error where the policy has one, and the wall
+time; rows of runs not repeated are kept.
 
 The paper's claims (Philly): Lucid up to 1.3x lower average JCT than Tiresias; QSSF below SJF-free
 baselines (FIFO) and near SJF (oracle durations).
@@ -30,7 +31,8 @@ from simulator.simulate import simulate_job_log
 
 from .rows import write_rows
 
-POLICIES = ("fifo-helios", "sjf", "qssf", "tiresias-helios", "lucid", "lucid-exact")
+POLICIES = ("fifo-helios", "sjf", "qssf", "tiresias-helios", "lucid", "lucid-exact", "lucid+tuner",
+            "lucid-exact+tuner")
 WINDOWS = {"week": ("2017-10-01 00:00:00", "2017-10-07 23:59:00"), "whole": None}
 RESULTS = Path(__file__).parent / "results" / "lucid.csv"
 KEYS = ("window", "vc_scale", "policy")
@@ -39,12 +41,16 @@ PROFILING_NODES = 2
 
 
 def run_one(data: Path, window: str, scale: float, policy: str) -> dict:
+    """One row; ``NAME+tuner``: policy NAME with Lucid's system tuner on."""
     tic = time.perf_counter()
+    name, _, option = policy.partition("+")
     result = simulate_job_log(data / "pollux" / "traces" / "philly.csv", data / "lucid" / "philly" / "vc_config.csv",
-                              policy=policy, window=WINDOWS[window], lucid_data=data / "lucid", vc_scale=scale,
-                              profiling_nodes=PROFILING_NODES if policy.startswith("lucid") else 0)
+                              policy=name, window=WINDOWS[window], lucid_data=data / "lucid", vc_scale=scale,
+                              profiling_nodes=PROFILING_NODES if name.startswith("lucid") else 0,
+                              **({"tuner": True} if option == "tuner" else {}))
     s = result.summary
     notes = " ".join(s["notes"])
+    print(*[note for note in s["notes"] if "system tuner" in note], sep="\n")
     shared = re.search(r"(\d+) jobs started on another job's GPUs", notes)
     error = re.search(r"mean absolute error of their (?:estimated )?durations (?:against the trace's )?(\d+) s", notes)
     return {"window": window, "vc_scale": scale, "policy": policy, "jobs": s["jobs"], "gpus": s["gpus"],

@@ -25,14 +25,20 @@ class LucidExact(Lucid):
     name = "lucid-exact"
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, retrain_every: int = 500,
-                 profile_seconds: float = 80.0, profile_gpus: int = 4):
-        super().__init__(solver, options, retrain_every, profile_seconds, profile_gpus)
+                 profile_seconds: float = 80.0, profile_gpus: int = 4, tuner: bool = False):
+        super().__init__(solver, options, retrain_every, profile_seconds, profile_gpus, tuner)
         self.solves = 0
         self.unsolved: list[str] = []
         self._seen: dict[int, tuple] = {}
 
     def allocate(self, view: JobsView) -> NodePlan:
         arrived = self.profile(view, self.arrivals(view))
+        if not self.may_share(view):  # the system tuner turned sharing off: Lucid's walk, alone
+            self._hosts = {}
+            for k, new in enumerate(arrived):
+                self.walk(view, k, new, False)
+            self._seen.clear()
+            return self.plan()
         for k, new in enumerate(arrived):
             queue = self.queues[k]
             if new.size:

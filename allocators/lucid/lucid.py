@@ -25,8 +25,13 @@
   progress kept: the artifact starts them over in a parallel simulation of the VCs, here the
   profiler's run is real work on one timeline).
 
-Not modelled: the system tuner's throughput forecast (Venus only; on Philly the artifact's sharing
-is always on, as here).
+- **System tuner** (``tuner=True``; :mod:`allocators.lucid.tuner`): sharing off while the Throughput
+  Predict Model forecasts at most 2 GPU jobs per 10 minutes, checked every 100 s; while it is off the
+  walk starts jobs alone and stops at the first that cannot start (the artifact's walk without
+  sharing). The artifact runs it on Venus only, from forecasts made offline; on Philly its sharing is
+  always on, as ``lucid`` keeps it by default.
+
+Not modelled: the profiler's echo scaling (Venus only, read from a log of an earlier run).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import numpy as np
 from allocators.helios.queued import HeliosPolicy
 from allocators.lucid.additive import AdditiveModel
 from allocators.lucid.packing_tree import PackingTree, profile_features
+from allocators.lucid.tuner import SharingTuner
 from allocators.slot_plans import JobState, JobsView, NodePlan
 from optim import SolveOptions
 
@@ -52,7 +58,7 @@ class Lucid(HeliosPolicy):
     system = "Lucid"
 
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, retrain_every: int = 500,
-                 profile_seconds: float = 80.0, profile_gpus: int = 4):
+                 profile_seconds: float = 80.0, profile_gpus: int = 4, tuner: bool = False):
         super().__init__(solver, options)
         if retrain_every < 1:
             raise ValueError(f"lucid: retrain_every must be >= 1, got {retrain_every}")
@@ -71,6 +77,9 @@ class Lucid(HeliosPolicy):
         self.host_of: dict[int, int] = {}
         self.model: AdditiveModel | None = None
         self.fits = 0
+        self.use_tuner = bool(tuner)
+        self.tuner: SharingTuner | None = None
+        self.share = True
 
     def laid_out(self, view: JobsView) -> None:
         sharing = view.sharing
@@ -107,25 +116,43 @@ class Lucid(HeliosPolicy):
         self._duration = view.duration
         if view.vc_open is not None and view.vc_open.any():
             self.prof = int(np.flatnonzero(view.vc_open)[0])
+        if self.use_tuner:
+            self.tuner = SharingTuner(view.submit, view.requested > 0)
 
     def allocate(self, view: JobsView) -> NodePlan:
         arrived = self.profile(view, self.arrivals(view))
         self._hosts: dict[int, tuple] = {}
+        share = self.may_share(view)
         for k, new in enumerate(arrived):
-            queue = self.queues[k]
-            if new.size:
-                queue.extend(new.tolist())
-                queue.sort(key=self.priority.__getitem__)
-            started = set()
-            for j in queue:
-                if self.failed_at[j] == self.version[k]:
-                    continue
-                if self._start_or_share(view, j, k):
-                    started.add(j)
-                else:
-                    self.failed_at[j] = self.version[k]
-            self.queues[k] = [j for j in queue if j not in started]
+            self.walk(view, k, new, share)
         return self.plan()
+
+    def may_share(self, view: JobsView) -> bool:
+        """Whether jobs may share GPUs now (always, without the system tuner); when sharing comes
+        back on, every VC's waiting jobs are tried again."""
+        share = self.tuner is None or self.tuner.sharing(view.now)
+        if share and not self.share:
+            self.version = [v + 1 for v in self.version]
+        self.share = share
+        return share
+
+    def walk(self, view: JobsView, k: int, new: np.ndarray, share: bool) -> None:
+        """VC k's queue, with its arrivals ``new``, walked in priority order: each job shares or
+        starts alone where it can; without ``share`` it starts alone and the first job that
+        cannot stops the walk."""
+        queue = self.queues[k]
+        if new.size:
+            queue.extend(new.tolist())
+            queue.sort(key=self.priority.__getitem__)
+        started = set()
+        for j in queue:
+            if self.failed_at[j] != self.version[k] and self._start_or_share(view, j, k, share):
+                started.add(j)
+                continue
+            self.failed_at[j] = self.version[k]
+            if not share:
+                break
+        self.queues[k] = [j for j in queue if j not in started]
 
     def profile(self, view: JobsView, arrived: list[np.ndarray]) -> list[np.ndarray]:
         """Ended jobs released, arrivals estimated; with a profiling VC, the arrivals it takes queue
@@ -163,11 +190,15 @@ class Lucid(HeliosPolicy):
         return [np.array(sorted(jobs, key=view.submit.__getitem__), dtype=np.int64) for jobs in out]
 
     def next_decision(self, view: JobsView) -> float:
-        """When the first job on the profiling VC is due to leave it."""
-        return min(self.profiling.values(), default=np.inf) + self.profile_seconds
+        """When the first job on the profiling VC is due to leave it; while the system tuner keeps
+        sharing off and jobs wait, its next check (sharing may come back on)."""
+        due = min(self.profiling.values(), default=np.inf) + self.profile_seconds
+        if self.tuner is not None and not self.share and any(self.queues):
+            due = min(due, self.tuner.next_check(view.now))
+        return due
 
-    def _start_or_share(self, view: JobsView, j: int, k: int) -> bool:
-        host = self._partner(view, j, k) if view.requested[j] <= SHARE_MAX_GPUS else None
+    def _start_or_share(self, view: JobsView, j: int, k: int, share: bool = True) -> bool:
+        host = self._partner(view, j, k) if share and view.requested[j] <= SHARE_MAX_GPUS else None
         if host is not None:
             self.host_of[j] = host
             self.sharing_now[[j, host]] = True
@@ -275,7 +306,8 @@ class Lucid(HeliosPolicy):
                 f"durations {mae}; {self.paired} jobs started on another job's GPUs",
                 f"lucid: profiler: {self.profiled} jobs of at most {self.profile_gpus} GPUs profiled for at most "
                 f"{self.profile_seconds:g} s" if self.prof is not None else
-                "lucid: no profiling VC (--profiling-nodes): every job queues in its VC at once"]
+                "lucid: no profiling VC (--profiling-nodes): every job queues in its VC at once"] + \
+            ([self.tuner.note()] if self.tuner is not None else [])
 
 
 __all__ = ["Lucid"]
