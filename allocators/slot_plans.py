@@ -112,6 +112,8 @@ class JobsView:
     sharing: object | None = None
     #: each job's speed factor since the last decision (1 alone; its pair speed while sharing)
     speed: np.ndarray | None = None
+    #: each job's user (an index; None: the job log names no users)
+    user: np.ndarray | None = None
 
     def vc_gpus(self) -> np.ndarray:
         """GPUs per VC (one entry, the whole cluster, without VCs)."""

@@ -32,6 +32,8 @@ class SlotView:
     #: the cluster's virtual clusters (None: one pool) and each job's VC index into them
     vcs: VirtualClusters | None = None
     job_vc: np.ndarray | None = None
+    #: each job's user as an index into the log's users (None: the log names none)
+    job_user: np.ndarray | None = None
     #: the jobs' profiled workloads and measured pair speeds where they may share GPUs
     #: (:class:`simulator.sharing.Sharing`, aligned with the jobs; None: no sharing)
     sharing: Sharing | None = None

@@ -107,7 +107,9 @@ def slot_view(workload: Workload, gpus_per_server: int | None, policy: str) -> S
         raise ClusterSpecError(f"cluster {cluster}: its VCs have {int(vcs.nodes.sum())} nodes, its GPUs make "
                                f"{view.cluster.num_nodes} nodes of {per_server}")
     jobs = workload.jobs
-    return replace(view, vcs=vcs, job_vc=vcs.index(jobs.vc, jobs.ids, jobs.source), sharing=workload.sharing)
+    users = getattr(jobs.record, "users", None)
+    return replace(view, vcs=vcs, job_vc=vcs.index(jobs.vc, jobs.ids, jobs.source), sharing=workload.sharing,
+                   job_user=None if users is None else np.unique(users.astype(str), return_inverse=True)[1])
 
 
 def _run_time_view(workload: Workload, per_node: int) -> SlotView:

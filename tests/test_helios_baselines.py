@@ -147,6 +147,30 @@ def test_qssf_hand_schedule(tmp_path):
     assert "learning each of the 6 jobs of the run as it ended" in result.summary["notes"][-1]
 
 
+#: (user, GPUs, submit, duration): slow's and fast's first jobs end early; a whole-node job holds the
+#: node while slow's and fast's whole-node jobs arrive, slow's first
+USER_JOBS = [("slow", 1, 0, 1000), ("fast", 1, 0, 10), ("x", 8, 1001, 500), ("slow", 8, 1100, 30),
+             ("fast", 8, 1200, 20)]
+
+
+def test_qssf_estimates_by_user_where_the_log_names_users(tmp_path):
+    """A Helios log (with users): qssf ranks fast's job by fast's history and starts it first; the
+    same jobs all of one user tie and start in submission order."""
+    header = "job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration\n"
+    rows = "".join(f"{i},{u},a,j{i},{g},1,1,COMPLETED,{t},{t},{t + d},{d}\n"
+                   for i, (u, g, t, d) in enumerate(USER_JOBS))
+    log, config = tmp_path / "cluster_log.csv", tmp_path / "vc.csv"
+    log.write_text(header + rows)
+    config.write_text("vc,node num\na,1\n")
+    view, policy, result = run_recorded(log, config, HeliosQssf)
+    assert view.job_user is not None and policy.priority[3] == 8000.0 and policy.priority[4] == 80.0
+    assert result.jobs["start"].tolist()[3:] == [1521.0, 1501.0]
+    assert "features: user, GPUs" in result.summary["notes"][-1]
+    log.write_text(header + rows.replace(",slow,", ",u,").replace(",fast,", ",u,"))
+    _, same, result = run_recorded(log, config, HeliosQssf)
+    assert same.priority[3] == same.priority[4] and result.jobs["start"].tolist()[3:] == [1501.0, 1531.0]
+
+
 class QssfRecording(HeliosQssf):
     """qssf keeping each decision's plan and the priorities given so far."""
 

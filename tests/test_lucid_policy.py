@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_helios_fifo import vc_workloads, write_log
 
 from allocators.helios.queued import HeliosPolicy
 from allocators.lucid.additive import AdditiveModel
@@ -18,7 +19,6 @@ from simulator.engine import Engine, SlotConfig
 from simulator.engine.clock import SimulationError
 from simulator.simulate import job_log_workload
 from simulator.views import slot_view
-from test_helios_fifo import vc_workloads, write_log
 
 #: three workloads: A and B share well (labels 0, 1), C badly (2); A beside B runs at 0.8, B beside A at 0.5
 PROFILES = ("model,dataset,batchsize,amp,speed,gpu_util,gmem_util,gmem,label\n"

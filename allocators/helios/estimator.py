@@ -1,14 +1,16 @@
-"""Helios' history-based duration estimator, on the features a job log has: its VC and its GPUs.
+"""Helios' history-based duration estimator, on the features a job log has: its user (else its VC)
+and its GPUs.
 
 The published estimator (HeliosArtifact ``framework/QSSF Service/estimators/estimator.py``,
 ``NaiveEstimator`` and ``CombinedEstimator.naive_inference``; Lucid ``simulation/estimator/estimator.py``)
 learns from the jobs that ended (``update_train_data`` at each end, on top of the jobs submitted
 before the simulated range) and estimates a job's service as the mean duration of its user's past
 jobs of the same name, preferably those on the same GPU count, times its GPUs; without a match, its
-user's mean, then everyone's. Restated here with the VC in the user's place (Philly's VCs are teams;
-its log has no users and no job names, so the name match has no input):
+user's mean, then everyone's. Restated here by group: the user where the log names users (Helios'
+logs; job names are not matched), else the VC (Philly's VCs are teams; its log has no users and no
+job names):
 
-    duration = mean over ended jobs of the same VC and GPU count, else of the same VC, else of all
+    duration = mean over ended jobs of the same group and GPU count, else of the group, else of all
     (no history at all: 1 s, so jobs rank by their GPUs); service = duration x GPUs.
 
 History only: :meth:`HistoryEstimator.learn` takes a job only once it has ended at the decision

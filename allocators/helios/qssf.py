@@ -13,8 +13,9 @@ restated, no code taken), with the history estimator of :mod:`allocators.helios.
   (:func:`~allocators.helios.placement.consolidate`) starts, the first that cannot blocks its queue;
   a started job runs to completion on its nodes, no overhead.
 
-Differences: the estimator (its module doc) is the artifact's history half with the VC for the user;
-its history is every VC's ended jobs of the simulated range (the artifacts' VC processes each learn
+Differences: the estimator (its module doc) is the artifact's history half, by user where the log
+names users (Helios' logs), else with the VC for the user (Philly); job names are not matched; its
+history is every VC's ended jobs of the simulated range (the artifacts' VC processes each learn
 their own VC's ends, on top of the jobs submitted before the range, which a windowed log here does
 not hold). Ties in submission are in trace order.
 """
@@ -43,7 +44,10 @@ class HeliosQssf(QueuePolicy):
         J = len(view.state)
         self._gpus = view.requested.tolist()
         counts, self._column = np.unique(view.requested, return_inverse=True)
-        self.estimator = HistoryEstimator(len(self.bounds) - 1, counts.size)
+        #: the estimator's group of each job: its user where the log names users, else its VC
+        self._group = self.vc if view.user is None else view.user
+        self.by_user = view.user is not None
+        self.estimator = HistoryEstimator(int(self._group.max(initial=0)) + 1, counts.size)
         self.estimated = np.zeros(J, dtype=bool)
         self.priority = [0.0] * J
         self._duration = view.duration  # read for ended jobs only (and the notes' error)
@@ -52,7 +56,7 @@ class HeliosQssf(QueuePolicy):
         jobs = self.entries[0]
         done = np.unique(jobs[view.state[jobs] == _DONE])
         if done.size:
-            self.estimator.learn(view.now, view.submit[done], np.full(done.size, view.now), self.vc[done],
+            self.estimator.learn(view.now, view.submit[done], np.full(done.size, view.now), self._group[done],
                                  self._column[done], self._duration[done])
         super().release_ended(view)
 
@@ -66,7 +70,7 @@ class HeliosQssf(QueuePolicy):
         queue.sort(key=self._gpus.__getitem__)
         if len(queue) > len(new):
             jobs = np.array(todo)
-            service = self.estimator.estimate(view.now, self.vc[jobs], self._column[jobs], view.requested[jobs])
+            service = self.estimator.estimate(view.now, self._group[jobs], self._column[jobs], view.requested[jobs])
             for j, s in zip(todo, service.tolist(), strict=True):
                 self.priority[j] = s
             self.estimated[jobs] = True
@@ -85,8 +89,10 @@ class HeliosQssf(QueuePolicy):
         guess = np.array(self.priority)[jobs] / np.maximum(np.array(self._gpus)[jobs], 1)
         error = np.abs(guess - self._duration[jobs])
         mae = f"{error.mean():.0f} s (median {np.median(error):.0f} s)" if jobs.size else "none"
-        return [f"qssf: Helios' history estimator with the VC for the user (features: VC, GPUs; the log has no "
-                f"users or job names), learning each of the {self.estimator.learnt} jobs of the run as it ended "
+        features = ("user, GPUs (job names not matched)" if self.by_user else
+                    "VC, GPUs; the log has no users or job names, so the VC stands for the user")
+        return [f"qssf: Helios' history estimator (features: {features}), learning each of the "
+                f"{self.estimator.learnt} jobs of the run as it ended "
                 f"(an estimate reads only jobs ended before it); {jobs.size} jobs waited to be estimated, "
                 f"mean absolute error of their estimated durations against the trace's {mae}"]
 

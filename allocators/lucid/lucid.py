@@ -5,8 +5,8 @@
 - **Priority**: a job's estimated service, its duration estimated by the Workload Estimate Model
   (:mod:`allocators.lucid.additive`, refit every ``retrain_every`` ended jobs on the jobs that ended
   by then; features: VC, GPUs, the profiled workload's AMP flag, GPU and memory utilization and
-  memory, hour of submission) times its GPUs, fixed at its arrival. Before the first fit: the mean
-  duration of the ended jobs (1 s without any), times its GPUs.
+  memory, hour of submission; the user too where the log names users) times its GPUs, fixed at its
+  arrival. Before the first fit: the mean duration of the ended jobs (1 s without any), times its GPUs.
 - **Indolent packing** (each decision, after ended jobs release their GPUs: a sharing partner that
   stays runs alone again at full speed and may host anew): the VC's queue, in priority order, is
   walked; a job of at most 8 GPUs shares the GPUs of the first running job, in start order, that
@@ -95,8 +95,13 @@ class Lucid(HeliosPolicy):
         self.gmem = sharing.gmem(np.arange(J))
         p = sharing.profiles
         w = sharing.profile
-        self.features = np.stack([self.vc, view.requested, p.amp[w], p.gpu_util[w], p.gmem_util[w], p.gmem[w],
-                                  (view.submit % 86400) // 3600], axis=1).astype(float)
+        columns = [self.vc, view.requested, p.amp[w], p.gpu_util[w], p.gmem_util[w], p.gmem[w],
+                   (view.submit % 86400) // 3600]
+        self.feature_names, self.categorical = FEATURES, CATEGORICAL
+        if view.user is not None:  # a log that names users (Helios'): the user too, as Lucid's model has it
+            columns.append(view.user)
+            self.feature_names, self.categorical = FEATURES + ("user",), CATEGORICAL + (True,)
+        self.features = np.stack(columns, axis=1).astype(float)
         self.priority = np.zeros(J)
         self.estimated = np.full(J, np.nan)
         self.by_model = np.zeros(J, dtype=bool)
@@ -281,7 +286,8 @@ class Lucid(HeliosPolicy):
         """Priorities of the arrivals ``new``: estimated duration x GPUs (module doc)."""
         if len(self.ended) - self.fitted_on >= self.retrain_every or (self.model is None and len(self.ended) >= 50):
             past = np.array(self.ended)
-            self.model = AdditiveModel.fit(self.features[past], np.log1p(self._duration[past]), CATEGORICAL, FEATURES)
+            self.model = AdditiveModel.fit(self.features[past], np.log1p(self._duration[past]), self.categorical,
+                                           self.feature_names)
             self.fitted_on = len(self.ended)
             self.fits += 1
         if self.model is not None:
@@ -301,8 +307,8 @@ class Lucid(HeliosPolicy):
         return [f"lucid: Packing Analyze Model: a CART tree (depth <= 3) on Lucid's {len(self.sharing.profiles)} "
                 f"profiled workloads, held-out accuracy {self.tree.accuracy:.2f} on {self.tree.held_out}",
                 f"lucid: Workload Estimate Model: an additive model (EBM's model class by cyclic boosting, no "
-                f"interactions) on {', '.join(FEATURES)}, refit {self.fits} time(s) on ended jobs only, every "
-                f"{self.retrain_every} ends; {jobs.size} jobs estimated by it, mean absolute error of their "
+                f"interactions) on {', '.join(self.feature_names)}, refit {self.fits} time(s) on ended jobs only, "
+                f"every {self.retrain_every} ends; {jobs.size} jobs estimated by it, mean absolute error of their "
                 f"durations {mae}; {self.paired} jobs started on another job's GPUs",
                 f"lucid: profiler: {self.profiled} jobs of at most {self.profile_gpus} GPUs profiled for at most "
                 f"{self.profile_seconds:g} s" if self.prof is not None else

@@ -119,6 +119,7 @@ class Slots:
             overhead_floor=self.overhead.base if policy.charge is Charge.EVERY_DECISION else 0.0,
             batch_size=w.trace.batch_size, nodes=self.nodes, coadaptive=self.coadaptive, vc=w.job_vc,
             vc_bounds=vc_bounds, sharing=w.sharing, speed=np.ones(J), vc_open=None if w.vcs is None else w.vcs.open,
+            user=w.job_user,
         )
         #: GPUs held as guests on other jobs' GPUs since the last decision (not busy GPUs of their own)
         self._guest_gpus = 0
