@@ -19,7 +19,6 @@ from ..capabilities import Capability
 from ..options import SolveOptions
 from ..result import Result, Status, Timings
 from ..sparse import csc_from_triplets, transpose_times
-from ..sparse import scipy_sparse as sp
 from .base import Backend, stopwatch
 
 #: what a conic adapter's run returns: status, message, x, cone duals z, iterations
@@ -99,13 +98,10 @@ def conic_form(model: CanonicalModel) -> ConicForm:
     total, soc = int(starts[6]), 0
     if model.hyperbolic is not None:
         h = model.hyperbolic
-        U, V = h.U.tocsr(), h.V.tocsr()
-        stacked = sp.vstack([-(U + V), -(U - V), sp.csr_matrix((h.size, n))]).tocsr()
-        order = np.arange(3 * h.size).reshape(3, h.size).T.ravel()
-        stacked = stacked[order].tocoo()
-        rows.append(total + stacked.row)
-        cols.append(stacked.col)
-        vals.append(stacked.data)
+        U, V = h.U.tocoo(), h.V.tocoo()  # cone i's rows 3i, 3i + 1, 3i + 2: -(u + v), -(u - v), 0 (summed below)
+        rows.append(total + np.concatenate([3 * U.row, 3 * V.row, 3 * U.row + 1, 3 * V.row + 1]))
+        cols.append(np.concatenate([U.col, V.col, U.col, V.col]))
+        vals.append(np.concatenate([-U.data, -V.data, -U.data, V.data]))
         b.append(np.stack([h.u_offset + h.v_offset, h.u_offset - h.v_offset, 2.0 * np.sqrt(h.k)], axis=1).ravel())
         soc = h.size
         total += 3 * h.size
