@@ -107,7 +107,7 @@ def _read(model: CanonicalModel, flip: np.ndarray, rhs: np.ndarray, sign: float,
     return None
 
 
-#: a shape is kept for models of at most this many nonzeros (it holds their index arrays)
+#: a shape is kept for models of at most this many nonzeros (it holds copies of their index arrays)
 KEEP_NONZEROS = 4_000_000
 #: the last shape read per level column (-1: the sum form)
 _KEPT: dict[int, _Shape] = {}
@@ -171,7 +171,9 @@ def _shapes(model: CanonicalModel, z: int, empty: np.ndarray):
         found = _level_map(cells, model, z, indices, indptr, level_entries, split[4], cols) if level else None
         if level and found is None:
             continue
-        yield _Shape(indptr, indices, _sides(model), z, cols, positions, split, cells, is_level_row, found)
+        # copies: a shape outlives its model, and its index arrays are what the next model is compared with
+        yield _Shape(indptr.copy(), indices.copy(), _sides(model), z, cols, positions, split, cells, is_level_row,
+                     found)
 
 
 def _cell_entries(indptr, indices, cols, per, z, is_level_row):

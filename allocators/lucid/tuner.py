@@ -46,6 +46,8 @@ class SharingTuner:
         self.start = np.floor(times.min() / BIN) * BIN if times.size else 0.0
         self.counts = np.bincount(((times - self.start) // BIN).astype(np.int64)) if times.size \
             else np.zeros(0, dtype=np.int64)
+        #: the counts' prefix sums (an hour's mean is a difference of two)
+        self.cumulative = np.concatenate([[0], np.cumsum(self.counts)])
         self.model: AdditiveModel | None = None
         self.fitted_at = -np.inf
         self.fits = 0
@@ -93,7 +95,7 @@ class SharingTuner:
 
     def _features(self, o: np.ndarray, target: np.ndarray) -> np.ndarray:
         seconds = self.start + target * BIN
-        c = np.cumsum(np.concatenate([[0], self.counts]))
+        c = self.cumulative
         last_hour = (c[np.clip(o + 1, 0, c.size - 1)] - c[np.clip(o - 5, 0, c.size - 1)]) / 6.0
         return np.stack([(seconds % 86400) // 3600, (seconds // 86400) % 7, target - o, self._count(o), last_hour,
                          self._count(target - DAY)], axis=1).astype(float)
