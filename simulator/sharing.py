@@ -61,18 +61,16 @@ class Sharing:
         return cls(profiles, draw_profiles(np.asarray(job_ids), profiles, seed), speed, seed=seed)
 
 
-def shared_speeds(host: np.ndarray, jobs: np.ndarray, sharing: Sharing | None, num_jobs: int) -> np.ndarray:
-    """(num_jobs,) each job's speed factor under a node plan whose entries are ``jobs`` with
-    ``host`` (-1: its own GPUs; else the job whose GPUs it shares): both jobs of a pair at their
-    pair speeds, every other job at 1."""
-    factor = np.ones(num_jobs)
-    guests = np.flatnonzero(host >= 0)
-    if guests.size and sharing is not None:
-        guest, partner = jobs[guests], host[guests]
-        mine, theirs = sharing.pair(guest, partner)
-        factor[guest] = mine
-        factor[partner] = theirs
-    return factor
+def shared_speeds(host: np.ndarray | None, jobs: np.ndarray, sharing: Sharing | None) -> tuple[np.ndarray, np.ndarray]:
+    """The jobs of a node plan's GPU-sharing pairs (entries ``jobs`` with ``host``; -1 or None: a
+    job on its own GPUs) and each one's speed factor: both jobs of a pair at their pair speeds
+    (every other job runs at 1)."""
+    if host is None or sharing is None:
+        return jobs[:0], np.ones(0)
+    guests = host >= 0
+    guest, partner = jobs[guests], host[guests]
+    mine, theirs = sharing.pair(guest, partner)
+    return np.concatenate([guest, partner]), np.concatenate([mine, theirs])
 
 
 __all__ = ["GPU_MEMORY_MB", "PAIRS_FILE", "PROFILES_FILE", "Sharing", "shared_speeds"]

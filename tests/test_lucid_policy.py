@@ -72,24 +72,50 @@ def test_pairs_progress_at_measured_speeds(tmp_path):
     assert finish[0] == pytest.approx(124.0)
 
 
-@pytest.mark.parametrize("case", ["no_host_entry", "two_guests", "unmeasured", "self"])
-def test_engine_refuses_plans_that_are_not_measured_pairs(tmp_path, case):
-    jobs = [(0, 100, 1, "v"), (0, 60, 1, "v"), (0, 60, 1, "v")]
-    profile = [0, 1, 2] if case == "unmeasured" else [0, 1, 1]
+#: plans that break one rule of the engine's checks each, and the error each gets (jobs 0-2 arrive at
+#: 0 s on two nodes of 8 GPUs, job 3 at 50 s; job 2's workload was not measured beside job 0's)
+REFUSED = {
+    "no_host_entry": ((0, 1), (0, 1), (1, 1), (-1, 0), "job 1 on 1 GPU.s. of job 0 on node 1, which holds 0 there"),
+    "self": ((0, 0), (0, 1), (1, 1), (-1, 0), "job 0 on 1 GPU.s. of job 0 on node 1"),
+    "unequal": ((0, 1), (0, 0), (2, 1), (-1, 0), "which holds 2 there as its own"),
+    "two_guests": ((0, 1, 2), (0, 0, 0), (1, 1, 1), (-1, 0, 0), "not pairs"),
+    "guest_and_own": ((0, 1, 1), (0, 0, 1), (1, 1, 1), (-1, 0, -1), "not pairs"),
+    "unmeasured": ((0, 2), (0, 0), (1, 1), (-1, 0), "jobs 2 and 0 on the same GPUs.*not measured"),
+    "range": ((0,), (2,), (1,), None, "entries out of range"),
+    "negative": ((0,), (0,), (-1,), None, "entries out of range"),
+    "twice": ((0, 0), (1, 1), (1, 2), None, "two entries for one job on one node"),
+    "inactive": ((3,), (0,), (1,), None, "job 3, which is not active"),
+    "over": ((0, 1), (1, 1), (8, 1), (-1, -1), "put 9 GPUs on node 1 of 8"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_engine_refuses_plans_that_break_its_rules(tmp_path, case):
+    jobs = [(0, 100, 1, "v"), (0, 60, 1, "v"), (0, 60, 1, "v"), (50, 60, 1, "v")]
+    *entries, host, error = REFUSED[case]
 
     def plan(view):
-        if case == "no_host_entry":
-            return NodePlan(np.array([0, 1]), np.array([0, 1]), np.array([1, 1]), np.array([-1, 0]))
-        if case == "two_guests":
-            return NodePlan(np.array([0, 1, 2]), np.zeros(3, dtype=np.int64), np.ones(3, dtype=np.int64),
-                            np.array([-1, 0, 0]))
-        if case == "self":
-            return NodePlan(np.array([0, 0]), np.array([0, 1]), np.array([1, 1]), np.array([-1, 0]))
-        return NodePlan(np.array([0, 2]), np.array([0, 0]), np.array([1, 1]), np.array([-1, 0]))
+        return NodePlan(*(np.array(a, dtype=np.int64) for a in entries),
+                        None if host is None else np.array(host, dtype=np.int64))
 
-    workload = sharing_workload(tmp_path, jobs, {"v": 2}, profile)
-    with pytest.raises(SimulationError):
+    workload = sharing_workload(tmp_path, jobs, {"v": 2}, [0, 1, 2, 1])
+    with pytest.raises(SimulationError, match=error):
         run(workload, Pairing(plan))
+
+
+def test_engine_takes_a_plan_with_zero_entries_and_guests(tmp_path):
+    """Entries of 0 GPUs are dropped before the rules apply (here a guest's entry where its host has
+    none): the pair runs as without them."""
+    def plan(view):
+        active = np.isin([0, 1, 1], np.flatnonzero((view.state == 1) | (view.state == 2)))
+        host = np.where(active[0], [-1, 0, 0], -1)
+        return NodePlan(np.array([0, 1, 1])[active], np.array([0, 0, 1])[active], np.array([1, 1, 0])[active],
+                        host[active])
+
+    workload = sharing_workload(tmp_path, [(0, 100, 1, "v"), (0, 60, 1, "v")], {"v": 2}, [0, 1])
+    finish = run(workload, Pairing(plan)).jobs["finish"]
+    assert finish[1] == pytest.approx(120.0)
+    assert finish[0] == pytest.approx(124.0)
 
 
 def test_sharing_needs_measured_speeds(tmp_path):

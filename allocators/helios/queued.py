@@ -44,17 +44,21 @@ class HeliosPolicy(SlotPolicy):
         self.bounds = np.zeros(1, dtype=np.int64)
         self.vc = np.zeros(0, dtype=np.int64)
         self.entries: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * 3
-        self._known = np.zeros(0, dtype=bool)
+        #: the jobs in submission order (ties in trace order), their submission times, and how many
+        #: of them arrived by the last decision (the engine admits every job submitted by then)
+        self._arrival: np.ndarray | None = None
+        self._submitted = np.zeros(0)
+        self._taken = 0
         self._started: list[tuple[int, np.ndarray, np.ndarray]] = []
 
     def arrivals(self, view: JobsView) -> list[np.ndarray]:
         """Per VC, the jobs that arrived since the last decision, in submission order (ties in
         trace order); the first call lays out the VCs."""
-        if not self._known.size:
+        if self._arrival is None:
             self._layout(view)
-        new = np.flatnonzero((view.state == _PENDING) & ~self._known)
-        self._known[new] = True
-        new = new[np.argsort(view.submit[new], kind="stable")]
+        seen, self._taken = self._taken, int(np.searchsorted(self._submitted, view.now, side="right"))
+        new = self._arrival[seen:self._taken]
+        new = new[view.state[new] == _PENDING]
         vc = self.vc[new]
         return [new[vc == k] for k in range(len(self.bounds) - 1)]
 
@@ -99,7 +103,9 @@ class HeliosPolicy(SlotPolicy):
         else:
             self.bounds, self.vc = np.asarray(view.vc_bounds, dtype=np.int64), np.asarray(view.vc, dtype=np.int64)
         self.free = np.full(int(self.bounds[-1]), view.gpus_per_node, dtype=np.int64)
-        self._known = np.zeros(J, dtype=bool)
+        self._arrival = np.argsort(view.submit, kind="stable")
+        self._submitted = view.submit[self._arrival]
+        self._taken = 0
         self.laid_out(view)
 
     def laid_out(self, view: JobsView) -> None:

@@ -171,8 +171,12 @@ class Lucid(HeliosPolicy):
             return arrived
         if not any(new.size for new in arrived) and not self.profiling and not self.prof_queue:
             return arrived
-        out = [list(new[view.requested[new] > self.profile_gpus]) for new in arrived]
-        small = np.concatenate([new[view.requested[new] <= self.profile_gpus] for new in arrived])
+        new = np.concatenate(arrived)
+        large = view.requested[new] > self.profile_gpus
+        out: list[list[int]] = [[] for _ in arrived]
+        for j in new[large].tolist():
+            out[int(self.vc[j])].append(j)
+        small = new[~large]
         small = small[np.argsort(view.submit[small], kind="stable")].tolist()
         self.prof_queue.extend(small)
         self.prof_queue.sort(key=view.requested.__getitem__)
@@ -238,6 +242,7 @@ class Lucid(HeliosPolicy):
         ended jobs' GPUs are freed and the ended jobs join the estimator's history."""
         state = view.state
         jobs = self.entries[0]
+        held = np.concatenate([jobs, np.fromiter(self.host_of, dtype=np.int64, count=len(self.host_of))])
         for g, h in list(self.host_of.items()):
             if state[g] != _RUNNING:
                 del self.host_of[g]
@@ -249,13 +254,14 @@ class Lucid(HeliosPolicy):
             self.sharing_now[[g, h]] = False
             self.version[int(self.vc[h])] += 1
         self.release(state[jobs] != _RUNNING)
-        left = np.flatnonzero(self.in_running & (state != _RUNNING))
+        left = np.unique(held[self.in_running[held] & (state[held] != _RUNNING)])
         done = []
         if left.size:
             self.in_running[left] = False
             gone, ended = set(left.tolist()), set(left[state[left] == _DONE].tolist())
-            done = [j for running in self.running for j in running if j in ended]
-            self.running = [[j for j in running if j not in gone] for running in self.running]
+            for k in np.unique(self.vc[left]).tolist():
+                done += [j for j in self.running[k] if j in ended]
+                self.running[k] = [j for j in self.running[k] if j not in gone]
         for j in [j for j in self.profiling if state[j] != _RUNNING]:
             del self.profiling[j]
             done.append(j)
@@ -273,11 +279,13 @@ class Lucid(HeliosPolicy):
         if not self.host_of:
             return own
         guests = np.fromiter(self.host_of.keys(), dtype=np.int64, count=len(self.host_of))
-        guest_of = np.full(self.sharing_now.size, -1, dtype=np.int64)
-        guest_of[np.fromiter(self.host_of.values(), dtype=np.int64, count=guests.size)] = guests
-        on = guest_of[own.jobs] >= 0
+        hosts = np.fromiter(self.host_of.values(), dtype=np.int64, count=guests.size)
+        order = np.argsort(hosts)
+        hosts, guests = hosts[order], guests[order]
+        at = np.minimum(np.searchsorted(hosts, own.jobs), hosts.size - 1)
+        on = hosts[at] == own.jobs
         host_rows = own.jobs[on]
-        guest_jobs = guest_of[host_rows]
+        guest_jobs = guests[at[on]]
         return NodePlan(np.concatenate([own.jobs, guest_jobs]), np.concatenate([own.nodes, own.nodes[on]]),
                         np.concatenate([own.gpus, own.gpus[on]]),
                         np.concatenate([np.full(own.jobs.size, -1), host_rows]))

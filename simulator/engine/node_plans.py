@@ -15,103 +15,89 @@ from __future__ import annotations
 import numpy as np
 
 from allocators.slot_plans import JobState, JobsView, NodePlan
+from simulator.engine import plan_kernels as kernels
 from simulator.engine.clock import SimulationError
 
-_PENDING, _RUNNING = int(JobState.PENDING), int(JobState.RUNNING)
+_INTS, _FLAGS, _SPEEDS = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros((0, 0))
 
 
 def checked_node_plan(raw, view: JobsView, node_vc: np.ndarray, name: str, job_ids: np.ndarray,
                       vc_names: tuple[str, ...] | None) -> NodePlan:
     """``raw`` (a policy's node plan) as a checked :class:`NodePlan` without zero entries; ``node_vc``:
-    each node's VC (checked when ``view.vc`` is given)."""
+    each node's VC (checked when ``view.vc`` is given). The rules (module doc) run in one compiled
+    pass (:func:`~simulator.engine.plan_kernels.plan_fault`); the first one broken is raised."""
     J, num_nodes = len(view.state), node_vc.size
     if isinstance(raw, NodePlan):
         jobs, nodes, gpus = (np.asarray(a, dtype=np.int64).ravel() for a in (raw.jobs, raw.nodes, raw.gpus))
-        host = None if raw.host is None else np.asarray(raw.host, dtype=np.int64).ravel()
-        if not (jobs.size == nodes.size == gpus.size) or (gpus < 0).any() or \
-                ((jobs < 0) | (jobs >= J) | (nodes < 0) | (nodes >= num_nodes)).any() or \
-                (host is not None and (host.size != jobs.size or ((host < -1) | (host >= J)).any())):
-            raise SimulationError(f"{name} returned a node plan with entries out of range: expected equal-length "
-                                  f"jobs in 0..{J - 1}, nodes in 0..{num_nodes - 1}, GPUs >= 0 (hosts in -1..{J - 1})")
-        keep = gpus > 0
-        shared = host is not None and (host[keep] >= 0).any()
-        plan = NodePlan(jobs[keep], nodes[keep], gpus[keep], host[keep] if shared else None)
-        keys = plan.jobs * num_nodes + plan.nodes
-        if np.unique(keys).size != keys.size:
-            raise SimulationError(f"{name} returned a node plan with two entries for one job on one node")
+        host = _INTS if raw.host is None else np.asarray(raw.host, dtype=np.int64).ravel()
+        if not (jobs.size == nodes.size == gpus.size) or (raw.host is not None and host.size != jobs.size):
+            _raise(kernels.RANGE, -1, name, J, num_nodes)
     else:
         dense = np.asarray(raw, dtype=np.int64)
         if dense.shape != (J, num_nodes) or (dense < 0).any():
             raise SimulationError(f"{name} returned a plan of shape {dense.shape}; expected {(J, num_nodes)} "
                                   f"GPU counts >= 0 (jobs x nodes)")
         plan = NodePlan.of_dense(dense)
-    state = view.state[plan.jobs]
-    active = (state == _PENDING) | (state == _RUNNING)
-    if not active.all():
-        j = int(plan.jobs[~active][0])
+        jobs, nodes, gpus = plan.jobs, plan.nodes, plan.gpus
+        host = _INTS
+    sharing = view.sharing
+    fault, at = kernels.plan_fault(jobs, nodes, gpus, host, view.state, _INTS if view.vc is None else view.vc, node_vc,
+                           _FLAGS if view.vc_open is None else view.vc_open, view.gpus_per_node,
+                           _INTS if sharing is None else sharing.profile, _SPEEDS if sharing is None else sharing.speed)
+    if fault != kernels.OK:
+        _raise(fault, at, name, J, num_nodes, (jobs, nodes, gpus, host), view, node_vc, job_ids, vc_names)
+    keep = gpus > 0
+    if not keep.all():
+        jobs, nodes, gpus, host = jobs[keep], nodes[keep], gpus[keep], host[keep] if host.size else host
+    return NodePlan(jobs, nodes, gpus, host if host.size and (host >= 0).any() else None)
+
+
+def _raise(fault: int, at: int, name: str, J: int, num_nodes: int, entries=None, view: JobsView | None = None,
+           node_vc: np.ndarray | None = None, job_ids: np.ndarray | None = None,
+           vc_names: tuple[str, ...] | None = None) -> None:
+    """The error of the rule ``fault`` broken at entry (or node) ``at``."""
+    if fault == kernels.RANGE:
+        raise SimulationError(f"{name} returned a node plan with entries out of range: expected equal-length "
+                              f"jobs in 0..{J - 1}, nodes in 0..{num_nodes - 1}, GPUs >= 0 (hosts in -1..{J - 1})")
+    if fault == kernels.TWICE:
+        raise SimulationError(f"{name} returned a node plan with two entries for one job on one node")
+    jobs, nodes, gpus, host = entries
+    guest = (gpus > 0) & (host >= 0) if host.size else np.zeros(gpus.size, dtype=bool)
+    own = (gpus > 0) & ~guest
+    if fault == kernels.INACTIVE:
+        j = int(jobs[at])
         raise SimulationError(f"{name} gave GPUs to job {job_ids[j]}, which is not active "
                               f"({JobState(view.state[j]).name})")
-    if plan.host is not None:
-        _check_sharing(plan, view, name, job_ids)
-    own = plan.gpus if plan.host is None else np.where(plan.host < 0, plan.gpus, 0)
-    load = np.bincount(plan.nodes, weights=own, minlength=num_nodes)
-    over = np.flatnonzero(load > view.gpus_per_node)
-    if over.size:
-        raise SimulationError(f"{name} put {int(load[over[0]])} GPUs on node {int(over[0])} of {view.gpus_per_node}")
-    if view.vc is not None:
-        outside = node_vc[plan.nodes] != view.vc[plan.jobs]
-        if view.vc_open is not None:
-            outside &= ~view.vc_open[node_vc[plan.nodes]]
-        outside = np.flatnonzero(outside)
-        if outside.size:
-            e = outside[0]
-            j, node = int(plan.jobs[e]), int(plan.nodes[e])
-            raise SimulationError(f"{name} put job {job_ids[j]} of VC {vc_names[view.vc[j]]} on node {node} of VC "
-                                  f"{vc_names[node_vc[node]]}: a job runs only on its VC's nodes")
-    return plan
-
-
-def _check_sharing(plan: NodePlan, view: JobsView, name: str, job_ids: np.ndarray) -> None:
-    """Guests (``host >= 0``) sit on a host's entry of equal GPUs on the same node; a job is a guest
-    on all its entries or none, of one host, which is no guest and has no other guest; and the
-    pair's speeds were measured."""
-    sharing = view.sharing
-    guest = plan.host >= 0
-    if sharing is None:
-        j = int(plan.jobs[guest][0])
+    if fault == kernels.UNMEASURED and view.sharing is None:
+        j = int(jobs[guest][0])
         raise SimulationError(f"{name} put job {job_ids[j]} on another job's GPUs, but the workload has no measured "
                               f"pair speeds to share GPUs at (give the jobs' profiles: --lucid-data)")
-    width = int(max(plan.nodes.max(initial=0), 0)) + 1
-    own_keys = plan.jobs[~guest] * width + plan.nodes[~guest]
-    order = np.argsort(own_keys)
-    keys, own_gpus = np.append(own_keys[order], -1), np.append(plan.gpus[~guest][order], 0)  # -1: no such entry
-    want = plan.host[guest] * width + plan.nodes[guest]
-    at = np.minimum(np.searchsorted(keys[:-1], want), keys.size - 2) if keys.size > 1 else np.full(want.size, -1)
-    held = keys[at] == want
-    gpus = np.where(held, own_gpus[at], 0)
-    bad = np.flatnonzero(~held | (gpus != plan.gpus[guest]) | (plan.host[guest] == plan.jobs[guest]))
-    if bad.size:
-        e = bad[0]
-        j, n, g, h = (int(plan.jobs[guest][e]), int(plan.nodes[guest][e]), int(plan.gpus[guest][e]),
-                      int(plan.host[guest][e]))
+    if fault == kernels.NOT_ON_HOST:
+        j, n, g, h = int(jobs[at]), int(nodes[at]), int(gpus[at]), int(host[at])
+        held = int(gpus[own & (jobs == h) & (nodes == n)].sum())
         raise SimulationError(f"{name} put job {job_ids[j]} on {g} GPU(s) of job {job_ids[h]} on node {n}, "
-                              f"which holds {int(gpus[e])} there as its own: a guest shares a host's GPUs "
-                              f"one to one")
-    J = len(view.state)
-    keys = np.unique(plan.jobs[guest] * J + plan.host[guest])
-    guests, hosts = keys // J, keys % J
-    is_guest, is_own = np.zeros(J, dtype=bool), np.zeros(J, dtype=bool)
-    is_guest[guests], is_own[plan.jobs[~guest]] = True, True
-    if np.count_nonzero(is_guest) != keys.size or np.bincount(hosts, minlength=J).max() > 1 or \
-            is_own[guests].any() or is_guest[hosts].any():
+                              f"which holds {held} there as its own: a guest shares a host's GPUs one to one")
+    if fault == kernels.NOT_PAIRS:
         raise SimulationError(f"{name} returned a sharing plan that is not pairs: each guest job shares one host's "
                               f"GPUs on all its entries, and each host has one guest")
-    mine, theirs = sharing.pair(guests, hosts)
-    unmeasured = np.flatnonzero(np.isnan(mine) | np.isnan(theirs))
-    if unmeasured.size:
-        a, b = guests[unmeasured[0]], hosts[unmeasured[0]]
+    if fault == kernels.UNMEASURED:
+        a, b = int(jobs[at]), int(host[at])
         raise SimulationError(f"{name} put jobs {job_ids[a]} and {job_ids[b]} on the same GPUs, a pair of workloads "
                               f"whose speeds together were not measured")
+    if fault == kernels.NODE_OVER:
+        load = int(gpus[own & (nodes == at)].sum())
+        raise SimulationError(f"{name} put {load} GPUs on node {at} of {view.gpus_per_node}")
+    j, node = int(jobs[at]), int(nodes[at])
+    raise SimulationError(f"{name} put job {job_ids[j]} of VC {vc_names[view.vc[j]]} on node {node} of VC "
+                          f"{vc_names[node_vc[node]]}: a job runs only on its VC's nodes")
+
+
+def in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """Whether each value is in the sorted array ``ordered`` (``np.isin`` by binary search: no
+    hash table or range table for a few hundred values)."""
+    if not ordered.size:
+        return np.zeros(values.shape, dtype=bool)
+    return ordered[np.minimum(np.searchsorted(ordered, values), ordered.size - 1)] == values
 
 
 def check_vc_counts(gpus: np.ndarray, view: JobsView, name: str, vc_names: tuple[str, ...]) -> None:
@@ -139,4 +125,4 @@ def empty_plan() -> NodePlan:
     return NodePlan(none, none, none)
 
 
-__all__ = ["changed_jobs", "check_vc_counts", "checked_node_plan", "empty_plan"]
+__all__ = ["changed_jobs", "check_vc_counts", "checked_node_plan", "empty_plan", "in_sorted"]

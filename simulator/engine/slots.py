@@ -39,7 +39,8 @@ from allocators.slot_plans import Charge, JobState, JobsView, NodePlan, SlotPoli
 from simulator.buddy import RankSetCache, place, place_in_vcs
 from simulator.coadaptive import CoAdaptiveJobs
 from simulator.engine.clock import SimulationError, check_horizon
-from simulator.engine.node_plans import changed_jobs, check_vc_counts, checked_node_plan, empty_plan
+from simulator.engine.node_plans import changed_jobs, check_vc_counts, checked_node_plan, empty_plan, in_sorted
+from simulator.engine.plan_kernels import per_job
 from simulator.executor import Executor, FailedLeases, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
 from simulator.outcomes import Allocations, Timeline
@@ -125,6 +126,16 @@ class Slots:
         self._guest_gpus = 0
         #: the entries of the last node plan (``self.nodes`` is nonzero there only)
         self._entries = empty_plan()
+        #: the jobs holding GPUs (``view.gpus > 0``, sorted), the jobs charged an overhead at the last
+        #: decision and the jobs of GPU-sharing pairs (speed factors other than 1): the engine touches
+        #: these, never every job, at a decision
+        self._on = np.zeros(0, dtype=np.int64)
+        self._due = self._on
+        self._paired = self._on
+        #: the iterations/s of each job in ``_on`` (its table rate on its GPUs times its speed factor),
+        #: and each job's rate on one GPU (the cluster efficiency's reference)
+        self._rate = np.zeros(0)
+        self._one = np.nan_to_num(self.view.rates[:, 0], nan=0.0)
         self.finish = np.full(J, np.nan)
         self.first_start = np.full(J, np.nan)
         self.overhead_due = np.zeros(J)
@@ -170,14 +181,16 @@ class Slots:
 
     def over(self, arriving: bool) -> bool:
         """Nothing is left to arrive and no job is active."""
-        return not arriving and not self.view.active().size
+        return not arriving and not self._on.size and not (self.view.state == JobState.PENDING).any()
 
     def decide(self, now: float, arriving: bool) -> None:
         """Admitted arrivals and the GPUs per job (timed together), placed and recorded."""
         v = self.view
         v.now = now
         tick = _time.perf_counter()
-        gpus = self._allocate()
+        gpus = None if self.policy.places else self._allocate()
+        if gpus is None:
+            self._plan = self._node_plan()
         self.decision_seconds.append(self._admit_seconds + _time.perf_counter() - tick)
         self._admit_seconds = 0.0
         self._start(gpus, self.cache, self.shift, arriving=arriving)
@@ -190,7 +203,7 @@ class Slots:
         a row where jobs wait, none runs and nothing is to arrive."""
         v, policy = self.view, self.policy
         events = [policy.next_decision(v), arrival]
-        running = np.flatnonzero(v.gpus > 0)
+        running = self._on
         if self.config.grid:
             self._stall_guard(running.size > 0, arrival)
             end = (math.floor(now / self.config.slot + _EPS) + 1) * self.config.slot
@@ -201,8 +214,7 @@ class Slots:
             until = policy.runs_until(v)
             self.runs_until = self._uncut if until is None else until
             if released is None:
-                rate = v.rate(running, v.gpus[running]) * v.speed[running]
-                due = self.overhead_due[running] + v.remaining[running] / rate
+                due = self.overhead_due[running] + v.remaining[running] / self._rate
                 events.append(float(now + np.min(np.ceil(due - _EPS) if policy.whole_seconds else due)))
             else:
                 v.release = released + self.overhead_due
@@ -254,11 +266,11 @@ class Slots:
         it), or what the executor reports for the interval's leases. For a policy that
         :attr:`SlotPolicy.finish_at_release`, a job whose release is ``end`` finishes there."""
         v = self.view
-        jobs = np.flatnonzero(v.gpus > 0)
+        jobs = self._on
         if not jobs.size or end <= start:
             return
         n = v.gpus[jobs]
-        rate = v.rate(jobs, n) * v.speed[jobs]
+        rate = self._rate
         span = np.clip(np.fmin(self.runs_until[jobs], end) - start, 0.0, None)
         lost = np.minimum(self.overhead_due[jobs], span)
         run = span - lost
@@ -291,12 +303,14 @@ class Slots:
                                          start + (np.ceil(took - _EPS) if self.policy.whole_seconds else took))
         v.state[done] = JobState.DONE
         v.gpus[done] = 0
+        keep = v.gpus[jobs] > 0
+        self._on, self._rate = jobs[keep], rate[keep]
 
     def _credit_coadaptive(self, start: float, end: float) -> None:
         """Co-adaptive jobs (:mod:`simulator.coadaptive`) run [start, end] after their overhead,
         epoch by epoch; a job completes at the end of its last epoch."""
         v, ca = self.view, self.coadaptive
-        jobs = np.flatnonzero(v.gpus > 0)
+        jobs = self._on
         if not jobs.size or end <= start:
             return
         span = end - start
@@ -316,6 +330,7 @@ class Slots:
         self.finish[done] = start + lost[finishing] + took[finishing]
         v.state[done] = JobState.DONE
         v.gpus[done] = 0
+        self._on, self._rate = jobs[~finishing], self._rate[~finishing]
 
     def _execute(self, start: float, jobs: np.ndarray, n: np.ndarray, rate: np.ndarray, lost: np.ndarray,
                  seconds: np.ndarray, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -356,9 +371,8 @@ class Slots:
         v.state[arrivals[~ok]] = JobState.DECLINED
 
     def _allocate(self) -> np.ndarray:
+        """The policy's GPUs per job (a policy that plans GPU counts), checked."""
         v = self.view
-        if self.policy.places:
-            return self._node_plan()
         gpus = np.asarray(self.policy.allocate(v), dtype=np.int64)
         active = np.zeros(len(gpus), dtype=bool)
         active[v.active()] = True
@@ -379,18 +393,17 @@ class Slots:
         check_vc_counts(gpus, v, self.policy.name, self.vc_names)
         return gpus
 
-    def _node_plan(self) -> np.ndarray:
+    def _node_plan(self) -> NodePlan:
         """The policy's GPUs per job per node, checked (:func:`checked_node_plan`)."""
-        v = self.view
-        self._plan = checked_node_plan(self.policy.allocate(v), v, self.node_vc, self.policy.name,
-                                       self.workload.job_ids, self.vc_names)
-        return self._plan.per_job(len(v.state))
+        return checked_node_plan(self.policy.allocate(self.view), self.view, self.node_vc, self.policy.name,
+                                 self.workload.job_ids, self.vc_names)
 
-    def _start(self, gpus: np.ndarray, cache: RankSetCache, shift: int, arriving: bool) -> None:
-        """Place the new allocation, charge overheads, update states."""
+    def _start(self, gpus: np.ndarray | None, cache: RankSetCache, shift: int, arriving: bool) -> None:
+        """Place the new allocation (``gpus`` per job, or None: the checked node plan of a policy that
+        places), charge overheads, update states. Only the jobs that held GPUs or hold them now are
+        touched (a trace's finished and waiting jobs are not walked at each decision)."""
         v = self.view
-        order = v.active()
-        plan: NodePlan | None = self._plan if self.policy.places else None
+        plan: NodePlan | None = self._plan if gpus is None else None
         if plan is None:
             ranked = self.policy.placement_order(v, gpus)
             if v.vc is None:
@@ -400,75 +413,83 @@ class Slots:
             gpus = np.where(placed, gpus, 0)
             if self.coadaptive is not None or self.policy.charge is Charge.ON_PLACEMENT:
                 plan = _node_entries(first, gpus, v.gpus_per_node)
+            on = np.flatnonzero(gpus > 0)
+            n, first = gpus[on], first[on]
+            spans = np.full(on.size, -1) if plan is None else per_job(plan.jobs, plan.gpus)[2]
         else:
-            first = np.full(len(gpus), -1)
+            on, n, spans = per_job(plan.jobs, plan.gpus)
+            first = np.full(on.size, -1)
         charge = self.policy.charge
-        moved = order[:0]  # read by co-adaptive jobs and the on-placement charge only
+        moved = on[:0]  # read by co-adaptive jobs and the on-placement charge only
         if plan is not None and (self.coadaptive is not None or charge is Charge.ON_PLACEMENT):
-            moved = np.intersect1d(changed_jobs(self._entries, plan, self.nodes.shape[1], v.gpus_per_node), order)
+            moved = changed_jobs(self._entries, plan, self.nodes.shape[1], v.gpus_per_node)
+            state = v.state[moved]
+            moved = moved[(state == JobState.PENDING) | (state == JobState.RUNNING)]
         restart = self.overhead.is_restart(v.decisions)
-        on = np.flatnonzero(gpus > 0)
+        old = v.gpus[on]
         if charge is Charge.EVERY_DECISION or charge is Charge.ON_CHANGE:  # the charges that read the cache
-            cached = cache.lookup_and_add(first[on], gpus[on], shift)
+            cached = cache.lookup_and_add(first, n, shift)
         else:
             cached = np.zeros(on.size, dtype=bool)
         if restart:
             cache.clear()
         if charge is Charge.EVERY_DECISION:
-            due = on
+            due = np.ones(on.size, dtype=bool)
         elif charge is Charge.ON_START:
-            due = on[v.gpus[on] == 0]
-            cached = np.zeros(due.size, dtype=bool)
+            due = old == 0
         elif charge is Charge.FULL_WHILE_ARRIVING:
-            due = on if arriving else on[:0]
-            cached = np.zeros(due.size, dtype=bool)
+            due = np.full(on.size, arriving)
         elif charge is Charge.ON_CHANGE:
-            changed = v.gpus[on] != gpus[on]
-            due, cached = on[changed], cached[changed]
+            due = old != n
         elif charge is Charge.ON_PLACEMENT:
-            due = np.intersect1d(on, moved)
-            cached = np.zeros(due.size, dtype=bool)
+            due = in_sorted(on, moved)
         elif charge is Charge.ON_RESUME:
-            due = on[(v.gpus[on] == 0) & ~np.isnan(self.first_start[on])]
-            cached = np.zeros(due.size, dtype=bool)
+            due = (old == 0) & ~np.isnan(self.first_start[on])
         else:
-            due = on[:0]
-            cached = cached[:0]
-        self.overhead_due[:] = 0.0
-        self.overhead_due[due] = self.overhead.seconds(gpus[due], cached, restart)
-        self.preemptions[order[(v.gpus[order] > 0) & (gpus[order] == 0)]] += 1
+            due = np.zeros(on.size, dtype=bool)
+        if charge is not Charge.EVERY_DECISION and charge is not Charge.ON_CHANGE:
+            cached[:] = False
+        self.overhead_due[self._due] = 0.0
+        self._due = on[due]
+        self.overhead_due[self._due] = self.overhead.seconds(n[due], cached[due], restart)
+        held = self._on
+        v.gpus[held] = 0
+        v.gpus[on] = n
+        preempted = held[v.gpus[held] == 0]
+        self.preemptions[preempted] += 1
+        v.state[preempted] = JobState.PENDING
+        v.state[on] = JobState.RUNNING
+        self._on = on
         fresh = on[np.isnan(self.first_start[on])]
         self.first_start[fresh] = v.now
-        v.state[order] = np.where(gpus[order] > 0, JobState.RUNNING, JobState.PENDING)
-        v.gpus[:] = gpus
         if plan is not None:
-            old = self._entries
-            self.nodes[old.jobs, old.nodes] = 0
-            self.nodes[plan.jobs, plan.nodes] = plan.gpus
-            self._entries = plan
-            shared = plan.host is not None
-            v.speed[:] = shared_speeds(plan.host, plan.jobs, v.sharing, len(v.gpus)) if shared else 1.0
-            self._guest_gpus = int(plan.gpus[plan.host >= 0].sum()) if shared else 0
+            self._place(plan)
+        self._rate = v.rate(on, n) * v.speed[on]
         if self.coadaptive is not None:
             for j in moved.tolist():
                 self.coadaptive.reallocate(j, self.nodes[j].copy())
-        self._log_allocations(plan)
-
-    def _log_allocations(self, plan: NodePlan | None) -> None:
-        """Record this decision's allocation (nodes spanned only where it was placed on nodes)."""
-        v, ca = self.view, self.coadaptive
-        on = np.flatnonzero(v.gpus > 0)
-        nodes = np.full(on.size, -1) if plan is None else np.bincount(plan.jobs, minlength=len(v.gpus))[on]
+        ca = self.coadaptive
         batch = v.batch_size[on] if ca is None else np.array([ca.batch(j) for j in on.tolist()], dtype=np.int64)
-        self.allocations.log(v.decisions, on, v.gpus[on], nodes, batch)
+        self.allocations.log(v.decisions, on, n, spans, batch)
+
+    def _place(self, plan: NodePlan) -> None:
+        """The node plan's entries on the nodes, and the speed factors of its GPU-sharing pairs."""
+        v, old = self.view, self._entries
+        self.nodes[old.jobs, old.nodes] = 0
+        self.nodes[plan.jobs, plan.nodes] = plan.gpus
+        self._entries = plan
+        v.speed[self._paired] = 1.0
+        self._paired, speed = shared_speeds(plan.host, plan.jobs, v.sharing)
+        v.speed[self._paired] = speed
+        self._guest_gpus = int(plan.gpus[plan.host >= 0].sum()) if plan.host is not None else 0
 
     def _state(self) -> tuple[float, list, int, int]:
         """What a decision leaves the cluster doing: its efficiency, GPUs busy, jobs running and queued."""
         v = self.view
-        on = np.flatnonzero(v.gpus > 0)
-        one = np.nan_to_num(v.rates[on, 0], nan=0.0)
-        speedup = np.where(one > 0, v.rate(on, v.gpus[on]) * v.speed[on] / np.where(one > 0, one, 1.0), 0.0)
-        return (float(speedup.sum() / v.total_gpus), [int(v.gpus.sum()) - self._guest_gpus], int(on.size),
+        on = self._on
+        one = self._one[on]
+        speedup = np.where(one > 0, self._rate / np.where(one > 0, one, 1.0), 0.0)
+        return (float(speedup.sum() / v.total_gpus), [int(v.gpus[on].sum()) - self._guest_gpus], int(on.size),
                 int(np.count_nonzero(v.state == JobState.PENDING)))
 
 
