@@ -242,15 +242,15 @@ class Lucid(HeliosPolicy):
         ended jobs' GPUs are freed and the ended jobs join the estimator's history."""
         state = view.state
         jobs = self.entries[0]
-        held = np.concatenate([jobs, np.fromiter(self.host_of, dtype=np.int64, count=len(self.host_of))])
-        for g, h in list(self.host_of.items()):
-            if state[g] != _RUNNING:
-                del self.host_of[g]
-            elif state[h] != _RUNNING:
+        guests = np.fromiter(self.host_of, dtype=np.int64, count=len(self.host_of))
+        hosts = np.fromiter(self.host_of.values(), dtype=np.int64, count=guests.size)
+        held = np.concatenate([jobs, guests])
+        guest_ended, host_ended = state[guests] != _RUNNING, state[hosts] != _RUNNING
+        parted = np.flatnonzero(guest_ended | host_ended)
+        for g, h, guest_gone in zip(guests[parted].tolist(), hosts[parted].tolist(), guest_ended[parted].tolist()):
+            if not guest_gone:
                 jobs[jobs == h] = g
-                del self.host_of[g]
-            else:
-                continue
+            del self.host_of[g]
             self.sharing_now[[g, h]] = False
             self.version[int(self.vc[h])] += 1
         self.release(state[jobs] != _RUNNING)

@@ -447,8 +447,6 @@ class Slots:
             due = (old == 0) & ~np.isnan(self.first_start[on])
         else:
             due = np.zeros(on.size, dtype=bool)
-        if charge is not Charge.EVERY_DECISION and charge is not Charge.ON_CHANGE:
-            cached[:] = False
         self.overhead_due[self._due] = 0.0
         self._due = on[due]
         self.overhead_due[self._due] = self.overhead.seconds(n[due], cached[due], restart)
