@@ -44,12 +44,15 @@ class PairingProblem:
 @dataclass(frozen=True)
 class Pairing:
     """Each waiting job's outcome: ``alone[w]``, or ``host[w]`` (a host index; -1: none), the
-    solve's status and a note where the solver gave no solution (then nothing starts)."""
+    solve's status, a note where the solver gave no solution (then nothing starts), and whether a
+    solver ran (not where the optimum is plain: every job fits and is worth most alone, or no job
+    fits and none may pair)."""
 
     alone: np.ndarray
     host: np.ndarray
     status: Status
     note: str = ""
+    solved: bool = True
 
 
 def build(problem: PairingProblem) -> Model:
@@ -82,7 +85,10 @@ def solve_pairing(problem: PairingProblem, solver: str = "highs", time_limit: fl
     np.maximum.at(best_pair, problem.pair_job, problem.pair_value)
     if problem.gpus.sum() <= problem.free and (problem.alone >= best_pair).all():
         # every job fits alone and is worth most alone: that is optimal (no row binds), no solve
-        return Pairing(np.ones(W, dtype=bool), np.full(W, -1), Status.OPTIMAL)
+        return Pairing(np.ones(W, dtype=bool), np.full(W, -1), Status.OPTIMAL, solved=False)
+    if not problem.pair_job.size and (problem.gpus > problem.free).all():
+        # no job fits alone and none may pair: nothing starting is the only feasible point
+        return Pairing(np.zeros(W, dtype=bool), np.full(W, -1), Status.OPTIMAL, solved=False)
     result = solve(build(problem).canonical(), solver, SolveOptions(time_limit=time_limit), check=False)
     if result.status not in _SOLVED or not result.has_solution:
         why = f"{solver}: {result.status}" + (f" ({result.message})" if result.message else "")

@@ -236,6 +236,20 @@ def test_pairing_program_is_optimal(seed):
     assert value == pytest.approx(best, abs=1e-9)
 
 
+def test_pairing_decides_plain_cases_without_a_solver():
+    """Nothing fits and nothing may pair: nothing starts; everything fits and is worth most alone: all
+    start; both without a solve. Otherwise the program is solved."""
+    from formulations.lucid_pairing import PairingProblem, solve_pairing
+
+    none = np.zeros(0, dtype=np.int64)
+    blocked = solve_pairing(PairingProblem(np.array([4, 8]), np.array([1.0, 2.0]), none, none, np.zeros(0), 3))
+    assert not blocked.solved and not blocked.alone.any() and (blocked.host == -1).all()
+    fits = solve_pairing(PairingProblem(np.array([1, 2]), np.array([1.0, 2.0]), none, none, np.zeros(0), 3))
+    assert not fits.solved and fits.alone.all()
+    knapsack = solve_pairing(PairingProblem(np.array([2, 2]), np.array([1.0, 2.0]), none, none, np.zeros(0), 3))
+    assert knapsack.solved and knapsack.alone.tolist() == [False, True]
+
+
 def test_lucid_exact_runs_every_job(tmp_path):
     rng = np.random.default_rng(5)
     jobs = [(int(t), int(d), int(g), "v") for t, d, g in zip(np.sort(rng.integers(0, 600, 40)),

@@ -27,7 +27,7 @@ class LucidExact(Lucid):
     def __init__(self, solver: str = "highs", options: SolveOptions | None = None, retrain_every: int = 500,
                  profile_seconds: float = 80.0, profile_gpus: int = 4, tuner: bool = False):
         super().__init__(solver, options, retrain_every, profile_seconds, profile_gpus, tuner)
-        self.solves = 0
+        self.decisions = self.solves = 0
         self.unsolved: list[str] = []
         self._seen: dict[int, tuple] = {}
 
@@ -68,7 +68,8 @@ class LucidExact(Lucid):
         problem = PairingProblem(view.requested[waiting].astype(np.int64), 1.0 / duration, w_idx[keep],
                                  h_idx[keep], value[keep], free)
         pairing = solve_pairing(problem, self.solver)
-        self.solves += 1
+        self.decisions += 1
+        self.solves += pairing.solved
         if pairing.note:
             self.unsolved.append(pairing.note)
         started = set()
@@ -102,7 +103,9 @@ class LucidExact(Lucid):
     def notes(self) -> list[str]:
         out = super().notes()
         if hasattr(self, "tree"):
-            out.append(f"lucid-exact: {self.solves} pairing program(s) solved by {self.solver}"
+            out.append(f"lucid-exact: {self.decisions} pairing decision(s), {self.solves} of them solved by "
+                       f"{self.solver} (the others plain: every job fits and is worth most alone, or none fits "
+                       f"and none may pair)"
                        + (f"; {len(self.unsolved)} gave no solution (first: {self.unsolved[0]})" if self.unsolved
                           else ""))
         return out
