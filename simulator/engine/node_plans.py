@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 from allocators.slot_plans import JobState, JobsView, NodePlan
-from simulator.engine import plan_kernels as kernels
 from simulator.engine.clock import SimulationError
 
 _INTS, _FLAGS, _SPEEDS = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros((0, 0))
@@ -26,6 +25,8 @@ def checked_node_plan(raw, view: JobsView, node_vc: np.ndarray, name: str, job_i
     """``raw`` (a policy's node plan) as a checked :class:`NodePlan` without zero entries; ``node_vc``:
     each node's VC (checked when ``view.vc`` is given). The rules (module doc) run in one compiled
     pass (:func:`~simulator.engine.plan_kernels.plan_fault`); the first one broken is raised."""
+    from simulator.engine import plan_kernels as kernels  # numba, on the first node plan (its module doc)
+
     J, num_nodes = len(view.state), node_vc.size
     if isinstance(raw, NodePlan):
         jobs, nodes, gpus = (np.asarray(a, dtype=np.int64).ravel() for a in (raw.jobs, raw.nodes, raw.gpus))
@@ -56,6 +57,8 @@ def _raise(fault: int, at: int, name: str, J: int, num_nodes: int, entries=None,
            node_vc: np.ndarray | None = None, job_ids: np.ndarray | None = None,
            vc_names: tuple[str, ...] | None = None) -> None:
     """The error of the rule ``fault`` broken at entry (or node) ``at``."""
+    from simulator.engine import plan_kernels as kernels
+
     if fault == kernels.RANGE:
         raise SimulationError(f"{name} returned a node plan with entries out of range: expected equal-length "
                               f"jobs in 0..{J - 1}, nodes in 0..{num_nodes - 1}, GPUs >= 0 (hosts in -1..{J - 1})")
@@ -92,6 +95,18 @@ def _raise(fault: int, at: int, name: str, J: int, num_nodes: int, entries=None,
                           f"{vc_names[node_vc[node]]}: a job runs only on its VC's nodes")
 
 
+def per_job(plan: NodePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The jobs of a node plan (sorted), the GPUs each holds and the nodes each spans."""
+    order = np.argsort(plan.jobs, kind="stable")
+    jobs = plan.jobs[order]
+    head = np.ones(jobs.size, dtype=bool)
+    np.not_equal(jobs[1:], jobs[:-1], out=head[1:])
+    starts = np.flatnonzero(head)
+    if not starts.size:
+        return jobs, jobs, jobs
+    return jobs[starts], np.add.reduceat(plan.gpus[order], starts), np.diff(starts, append=jobs.size)
+
+
 def in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
     """Whether each value is in the sorted array ``ordered`` (``np.isin`` by binary search: no
     hash table or range table for a few hundred values)."""
@@ -125,4 +140,4 @@ def empty_plan() -> NodePlan:
     return NodePlan(none, none, none)
 
 
-__all__ = ["changed_jobs", "check_vc_counts", "checked_node_plan", "empty_plan", "in_sorted"]
+__all__ = ["changed_jobs", "check_vc_counts", "checked_node_plan", "empty_plan", "in_sorted", "per_job"]

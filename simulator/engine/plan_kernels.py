@@ -1,11 +1,11 @@
-"""The node-plan checks of :mod:`simulator.engine.node_plans` as one compiled pass, and the per-job
-view of a plan the engine reads at every decision.
+"""The node-plan checks of :mod:`simulator.engine.node_plans` as one compiled pass.
 
 A plan is checked at every decision, and a plan of a few hundred entries made the checks' many
 small array operations (their per-call cost, not their size) a quarter of a Lucid run; one compiled
 call replaces them. :func:`plan_fault` applies the rules in the order the error messages are
 chosen (:func:`~simulator.engine.node_plans.checked_node_plan` raises them). Compiled on first use
-and cached on disk (numba ``cache=True``).
+and cached on disk (numba ``cache=True``); imported on the first node plan, not with the engine
+(importing numba takes about 0.5 s, and scipy with it).
 """
 
 from __future__ import annotations
@@ -119,22 +119,4 @@ def plan_fault(jobs, nodes, gpus, host, state, job_vc, node_vc, vc_open, per_nod
     return OK, -1
 
 
-@njit(cache=True)
-def per_job(jobs, gpus):
-    """The jobs of a plan's entries (sorted), the GPUs each holds and the nodes each spans."""
-    order = np.argsort(jobs, kind="mergesort")
-    on = np.empty(jobs.size, np.int64)
-    held = np.zeros(jobs.size, np.int64)
-    spans = np.zeros(jobs.size, np.int64)
-    n = 0
-    for i in range(jobs.size):
-        e = order[i]
-        if n == 0 or jobs[e] != on[n - 1]:
-            on[n] = jobs[e]
-            n += 1
-        held[n - 1] += gpus[e]
-        spans[n - 1] += 1
-    return on[:n], held[:n], spans[:n]
-
-
-__all__ = ["plan_fault", "per_job"]
+__all__ = ["plan_fault"]

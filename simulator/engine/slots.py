@@ -39,8 +39,7 @@ from allocators.slot_plans import Charge, JobState, JobsView, NodePlan, SlotPoli
 from simulator.buddy import RankSetCache, place, place_in_vcs
 from simulator.coadaptive import CoAdaptiveJobs
 from simulator.engine.clock import SimulationError, check_horizon
-from simulator.engine.node_plans import changed_jobs, check_vc_counts, checked_node_plan, empty_plan, in_sorted
-from simulator.engine.plan_kernels import per_job
+from simulator.engine.node_plans import changed_jobs, check_vc_counts, checked_node_plan, empty_plan, in_sorted, per_job
 from simulator.executor import Executor, FailedLeases, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
 from simulator.outcomes import Allocations, Timeline
@@ -415,9 +414,9 @@ class Slots:
                 plan = _node_entries(first, gpus, v.gpus_per_node)
             on = np.flatnonzero(gpus > 0)
             n, first = gpus[on], first[on]
-            spans = np.full(on.size, -1) if plan is None else per_job(plan.jobs, plan.gpus)[2]
+            spans = np.full(on.size, -1) if plan is None else per_job(plan)[2]
         else:
-            on, n, spans = per_job(plan.jobs, plan.gpus)
+            on, n, spans = per_job(plan)
             first = np.full(on.size, -1)
         charge = self.policy.charge
         moved = on[:0]  # read by co-adaptive jobs and the on-placement charge only
