@@ -12,8 +12,8 @@ settings.register_profile("dev", deadline=None, max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-#: the test files that start Ray (a local head) or a real run: run one after another on one xdist
-#: worker (``--dist loadgroup``), never beside each other
+#: the test files that start Ray (a local head) or a real run: one xdist worker runs them one after
+#: another (``--dist loadgroup``), never beside each other
 RAY_FILES = frozenset({"test_runtime_ray.py", "test_runtime_multinode.py", "test_runtime_lease.py",
                        "test_runtime_workloads.py", "test_interrupts.py", "test_experiments.py"})
 
