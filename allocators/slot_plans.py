@@ -169,6 +169,17 @@ class NodePlan:
         """GPUs per job (length ``num_jobs``)."""
         return np.bincount(self.jobs, weights=self.gpus, minlength=num_jobs).astype(np.int64)
 
+    def by_job(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The jobs of the plan (sorted), the GPUs each holds and the nodes each spans."""
+        order = np.argsort(self.jobs, kind="stable")
+        jobs = self.jobs[order]
+        head = np.ones(jobs.size, dtype=bool)
+        np.not_equal(jobs[1:], jobs[:-1], out=head[1:])
+        starts = np.flatnonzero(head)
+        if not starts.size:
+            return jobs, jobs, jobs
+        return jobs[starts], np.add.reduceat(self.gpus[order], starts), np.diff(starts, append=jobs.size)
+
 
 class SlotPolicy(SchedulingPolicy):
     """A policy planning GPUs per job per slot, with admission (see the module doc)."""

@@ -95,18 +95,6 @@ def _raise(fault: int, at: int, name: str, J: int, num_nodes: int, entries=None,
                           f"{vc_names[node_vc[node]]}: a job runs only on its VC's nodes")
 
 
-def per_job(plan: NodePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The jobs of a node plan (sorted), the GPUs each holds and the nodes each spans."""
-    order = np.argsort(plan.jobs, kind="stable")
-    jobs = plan.jobs[order]
-    head = np.ones(jobs.size, dtype=bool)
-    np.not_equal(jobs[1:], jobs[:-1], out=head[1:])
-    starts = np.flatnonzero(head)
-    if not starts.size:
-        return jobs, jobs, jobs
-    return jobs[starts], np.add.reduceat(plan.gpus[order], starts), np.diff(starts, append=jobs.size)
-
-
 def in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
     """Whether each value is in the sorted array ``ordered`` (``np.isin`` by binary search: no
     hash table or range table for a few hundred values)."""
@@ -140,4 +128,4 @@ def empty_plan() -> NodePlan:
     return NodePlan(none, none, none)
 
 
-__all__ = ["changed_jobs", "check_vc_counts", "checked_node_plan", "empty_plan", "in_sorted", "per_job"]
+__all__ = ["changed_jobs", "check_vc_counts", "checked_node_plan", "empty_plan", "in_sorted"]

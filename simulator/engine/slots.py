@@ -39,7 +39,7 @@ from allocators.slot_plans import Charge, JobState, JobsView, NodePlan, SlotPoli
 from simulator.buddy import RankSetCache, place, place_in_vcs
 from simulator.coadaptive import CoAdaptiveJobs
 from simulator.engine.clock import SimulationError, check_horizon
-from simulator.engine.node_plans import changed_jobs, check_vc_counts, checked_node_plan, empty_plan, in_sorted, per_job
+from simulator.engine.node_plans import changed_jobs, check_vc_counts, checked_node_plan, empty_plan, in_sorted
 from simulator.executor import Executor, FailedLeases, Leases, SimulatedExecutor
 from simulator.metrics import SimulationResult, slot_result
 from simulator.outcomes import Allocations, Timeline
@@ -187,9 +187,10 @@ class Slots:
         v = self.view
         v.now = now
         tick = _time.perf_counter()
-        gpus = None if self.policy.places else self._allocate()
-        if gpus is None:
-            self._plan = self._node_plan()
+        if self.policy.places:
+            self._plan, gpus = self._node_plan(), None
+        else:
+            gpus = self._allocate()
         self.decision_seconds.append(self._admit_seconds + _time.perf_counter() - tick)
         self._admit_seconds = 0.0
         self._start(gpus, self.cache, self.shift, arriving=arriving)
@@ -414,9 +415,9 @@ class Slots:
                 plan = _node_entries(first, gpus, v.gpus_per_node)
             on = np.flatnonzero(gpus > 0)
             n, first = gpus[on], first[on]
-            spans = np.full(on.size, -1) if plan is None else per_job(plan)[2]
+            spans = np.full(on.size, -1) if plan is None else plan.by_job()[2]
         else:
-            on, n, spans = per_job(plan)
+            on, n, spans = plan.by_job()
             first = np.full(on.size, -1)
         charge = self.policy.charge
         moved = on[:0]  # read by co-adaptive jobs and the on-placement charge only
