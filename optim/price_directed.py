@@ -6,15 +6,18 @@ LP per block. In the sum form block b puts its whole budget on the cell of best 
 it reaches the level z on the cell of least capacity cost per unit of level ``g_bk y_k /
 a_bk``, with ``x_bk = z / a_bk`` (within its budget while ``z <= h_b a_bk / e_bk``, its reach).
 
-**Working set.** Prices are estimated on a random sample of the blocks with the capacities
-scaled to it, solved the same way (recursively, directly below :data:`BASE` blocks), and in the
-sum form refined by sweeps of market clearing over all blocks (:func:`_clearing`; from zero,
-without a sample, up to :data:`CLEARED_MAX` blocks). Every
+**Working set.** A sum-form problem of at most :data:`DIRECT_MAX` blocks is solved whole by
+the compiled GUB simplex (:mod:`optim.gub_kernels`) from its blocks' choices under the prices of
+:data:`CLEARING_SWEEPS` sweeps of market clearing from zero (:func:`_clearing`). Larger ones (and
+the level form above :data:`BASE` blocks) estimate their prices on a random sample of the blocks
+with the capacities scaled to it, solved the same way (recursively), in the sum form refined by
+sweeps of market clearing over all blocks. Every
 block whose choice under the estimate wins by a margin (:data:`MARGIN`) is fixed to it and
 aggregated: in the sum form its usage comes off the capacities, in the level form it adds
 ``g_bk / a_bk`` per unit of z to capacity row k (and bounds z by its reach). The other blocks
-and the aggregates form a reduced LP (:mod:`optim.reduced_lp`), solved by HiGHS (a large sum-form
-one by the method itself, with a finer margin: :data:`RECURSE`), whose duals are the next prices;
+and the aggregates form a reduced LP (:mod:`optim.reduced_lp`: the sum form's by the GUB simplex,
+a large one by the method itself with a finer margin, :data:`RECURSE`; the level form's by
+HiGHS), whose duals are the next prices;
 in the sum form a free block offers it only its cells within the margin of its best, and a cell
 left out joins where its reduced cost under the reduced LP's duals is positive (before any fixed
 block is freed: such cells move the prices back toward the estimate, where a reduced LP without
@@ -32,7 +35,8 @@ reduced LP solved again; the working set only grows, so the method ends, at wors
 block free (after :data:`MAX_ROUNDS` it gives up and says so). A round frees at most as many
 failing blocks as the working set holds (:func:`_fewest`).
 
-**Which optimum.** In the sum form the vertex the reduced LP's simplex returns. In the level form
+**Which optimum.** In the sum form the vertex the GUB simplex returns (HiGHS' before 2026-11-30:
+another optimal vertex where the program has several). In the level form
 the vertex leaves capacity idle on types of price 0; :func:`fill` hands each such type's spare
 capacity to the blocks on it in proportion to their share, up to their budgets: the level (the
 objective) and the dual bound are unchanged.
@@ -63,19 +67,13 @@ MAX_ROUNDS = 20
 #: (:func:`_fewest`)
 GROW_MIN = 128
 #: market-clearing sweeps (:func:`_clearing`) that give the sum form's first prices for a direct
-#: solve's crash basis (256 distinct jobs: 12 % faster than with three), and that refine a sample's
-#: prices before the working set
-CLEARING_SWEEPS = 1
+#: solve's starting choices (throughput, 256 distinct jobs: 120 simplex pivots after one sweep, 5
+#: after four), and that refine a sample's prices before the working set
+CLEARING_SWEEPS = 4
 REFINE_SWEEPS = 3
-#: a sum-form problem of more than CLEARED_MIN and at most CLEARED_MAX blocks takes its prices from
-#: CLEARED_SWEEPS sweeps from zero, not from a sample: at 1,024 distinct jobs the sample is half
-#: the problem, and its LP took 4.5 ms of 10 (throughput, 512-2,048 distinct jobs: 0.6-0.85x the
-#: time; 1.2-1.4x from 8,192, where sampling stays)
-CLEARED_MIN = 256
-CLEARED_MAX = 4096
-CLEARED_SWEEPS = 4
-#: :func:`_threshold` sorts only a band around its guess where more than this many blocks count
-BAND_MIN = 4096
+#: a sum-form problem of at most this many blocks is solved directly by the GUB simplex
+#: (:mod:`optim.gub_kernels`) from the clearing prices' choices, without a working set
+DIRECT_MAX = 4096
 #: a refining sweep leaves out the blocks whose choice wins by this much (relative)
 FIRM = 0.1
 #: a sum-form working set of more than this many times BASE blocks (and at most RECURSE_SHARE of the
@@ -274,14 +272,12 @@ def _choose_level(part: _Part) -> tuple[float, int, np.ndarray, bool]:
 
 
 def _solve(part: _Part, rng: np.random.Generator, tally: dict, margin: float = MARGIN):
-    """``(x, z, y, mu, lam, rounds, largest)`` of ``part``: directly up to :data:`BASE` blocks
-    (from a crash basis), else by the working set from a sample's prices (fixing the blocks that
-    win by ``margin``); a sum form of :data:`CLEARED_MIN` to :data:`CLEARED_MAX` blocks by the
-    working set from market-clearing prices."""
+    """``(x, z, y, mu, lam, rounds, largest)`` of ``part``: directly up to :data:`BASE` blocks in
+    the level form (from a crash basis) and :data:`DIRECT_MAX` in the sum form (from the choices
+    under market-clearing prices), else by the working set from a sample's prices (fixing the
+    blocks that win by ``margin``)."""
     m = part.g.shape[0]
-    if part.a is None and CLEARED_MIN < m <= CLEARED_MAX:
-        return _working_set(part, _clearing(part, np.zeros(part.n.size), CLEARED_SWEEPS), 0.0, tally, margin)
-    if m <= BASE:
+    if m <= (BASE if part.a is not None else DIRECT_MAX):
         free = np.ones(m, dtype=bool)
         choice = (_level_choice(part)[2] if part.a is not None else
                   _choices(part, _clearing(part, np.zeros(part.n.size), CLEARING_SWEEPS))[0])
@@ -296,17 +292,16 @@ def _solve(part: _Part, rng: np.random.Generator, tally: dict, margin: float = M
 
 
 def _clearing(part: _Part, y: np.ndarray, sweeps: int) -> np.ndarray:
-    """The sum form's prices after ``sweeps`` Gauss-Seidel sweeps of market clearing from ``y``:
-    each type's price in turn set to the least at which the blocks that prefer it (at the others'
-    prices) fit its capacity, ``y_k = max(0, theta)`` with ``theta`` the k-th type's threshold
-    ``(c_bk - e_bk max(0, best other score_b)) / g_bk`` of the block whose budget would overfill it.
-    Each sweep ends with one move of every priced type's price by the same amount
-    (:func:`_common_shift`): the types compete with idling together, which one type at a time
-    follows slowly (throughput, 4,096 distinct jobs: prices 5-13 % under the optimum after three
-    sweeps). From nonzero prices, blocks whose choice wins by :data:`FIRM` keep it: the sweeps
-    run over the others, on the capacity the firm ones leave."""
-    m, K = part.g.shape
-    y = y.copy()
+    """The sum form's prices after ``sweeps`` Gauss-Seidel sweeps of market clearing from ``y``
+    (:mod:`optim.clearing_kernels`): each type's price in turn set to the least at which the blocks
+    that prefer it (at the others' prices) fit its capacity, then one common move of every priced
+    type's price: the types compete with idling together, which one type at a time follows slowly
+    (throughput, 4,096 distinct jobs: prices 5-13 % under the optimum after three sweeps). From
+    nonzero prices, blocks whose choice wins by :data:`FIRM` keep it: the sweeps run over the
+    others, on the capacity the firm ones leave."""
+    from .clearing_kernels import clearing_sweeps  # numba, on the first sum-form program
+
+    K = part.g.shape[1]
     n = part.n
     if y.any():
         k1, margin = _choices(part, y)
@@ -320,58 +315,7 @@ def _clearing(part: _Part, y: np.ndarray, sweeps: int) -> np.ndarray:
         ratio = np.where(part.run, part.c / part.e, -np.inf)
         per_price = np.where(part.run, part.g / part.e, 0.0)
         need = np.where(part.run, part.g * part.h[:, None] / part.e, 0.0)
-    score = ratio - y * per_price  # column k refreshed after each change of y_k
-    rows = np.arange(part.g.shape[0])
-    for _ in range(sweeps):
-        for k in range(K):
-            score[:, k] = -np.inf
-            other = np.maximum(score.max(axis=1, initial=-np.inf), 0.0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                theta = np.where(part.run[:, k] & (per_price[:, k] > 0), (ratio[:, k] - other) / per_price[:, k],
-                                 -np.inf)
-            y[k] = _threshold(theta, need[:, k], n[k], y[k])
-            score[:, k] = ratio[:, k] - y[k] * per_price[:, k]
-        priced = y > 0
-        if priced.any():
-            inside = np.where(priced, score, -np.inf)
-            k_in = argmax_rows(inside)
-            outside = np.maximum(np.where(priced, -np.inf, score).max(axis=1), 0.0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                theta = (inside[rows, k_in] - outside) / per_price[rows, k_in]
-            t = _common_shift(np.nan_to_num(theta, nan=-np.inf), need[rows, k_in], float(n[priced].sum()),
-                              -float(y[priced].min()))
-            y[priced] += t
-            score[:, priced] = ratio[:, priced] - y[priced] * per_price[:, priced]
-    return y
-
-
-def _common_shift(theta: np.ndarray, need: np.ndarray, capacity: float, lowest: float) -> float:
-    """The least shift t >= ``lowest`` of every priced type's price at which the blocks that
-    prefer a priced type (``theta > t``: ``theta_b`` is the shift at which block b leaves them
-    for an unpriced type or idling) fit their total ``capacity``."""
-    order = np.argsort(-theta)
-    over = int(np.searchsorted(np.cumsum(need[order]), capacity, side="right"))
-    return max(lowest, float(theta[order[over]])) if over < theta.size else lowest
-
-
-def _threshold(theta: np.ndarray, need: np.ndarray, capacity: float, guess: float) -> float:
-    """``max(0, t)`` for the largest threshold t such that the blocks of ``theta > t`` need more
-    than ``capacity``. Only the blocks of positive ``theta`` are sorted; where there are more than
-    :data:`BAND_MIN`, only those within 5 % of ``guess`` where the crossing lies among them."""
-    pos = np.flatnonzero(theta > 0)
-    t, w = theta[pos], need[pos]
-    if w.sum() <= capacity:
-        return 0.0
-    if guess > 0 and pos.size > BAND_MIN:
-        lo, hi = guess * 0.95, guess * 1.05
-        above = w[t > hi].sum()
-        band = np.flatnonzero((t > lo) & (t <= hi))
-        if above <= capacity < above + w[band].sum():
-            order = band[np.argsort(-t[band])]
-            return float(t[order[int(np.searchsorted(above + np.cumsum(w[order]), capacity, side="right"))]])
-    order = np.argsort(-t)
-    over = int(np.searchsorted(np.cumsum(w[order]), capacity, side="right"))
-    return float(t[order[over]]) if over < t.size else 0.0
+    return clearing_sweeps(ratio, per_price, need, np.asarray(n, dtype=float), np.asarray(y, dtype=float), sweeps)
 
 
 def _choices(part: _Part, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

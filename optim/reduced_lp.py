@@ -1,6 +1,8 @@
 """The price-directed method's reduced LP (:mod:`optim.price_directed`): the free blocks' cells
-and the fixed blocks' aggregates as one canonical model, its starting basis built from the blocks'
-choices under the latest prices, solved by HiGHS."""
+and the fixed blocks' aggregates. The sum form's is solved by the compiled GUB simplex
+(:mod:`optim.gub_kernels`) from the blocks' choices under the latest prices; the level form's
+(and a sum form the GUB simplex does not take: a cell of no capacity or budget use) as one
+canonical model by HiGHS, from a starting basis built the same way."""
 
 from __future__ import annotations
 
@@ -25,6 +27,10 @@ OPTIONS = SolveOptions(method="primal")
 IPM_OPTIONS = SolveOptions(method="ipm")
 #: relative slack of a capacity a crash basis fills
 FIT_TOL = 1e-9
+#: the GUB simplex's optimality tolerance on reduced costs, relative to the largest |C_bk|, and its
+#: pivots, per variable of the program
+GUB_TOL = 1e-11
+GUB_PIVOTS = 50
 
 
 class NotSolved(RuntimeError):
@@ -47,6 +53,10 @@ def solve_reduced(part: _Part, free: np.ndarray, G: np.ndarray | None, n: np.nda
     if f == 0:
         return nothing_free(part, G, n, z_max)
     run = part.run[F] if cand is None else part.run[F] & cand[F]
+    if part.a is None:
+        solved = _gub(part, F, run, n, choice, tally)
+        if solved is not None:
+            return solved
     cells = np.flatnonzero(run.reshape(-1))
     bi, kk = np.divmod(cells, K)
     level = part.a is not None
@@ -94,6 +104,50 @@ def solve_reduced(part: _Part, free: np.ndarray, G: np.ndarray | None, n: np.nda
     return x, z, d[:K], d[K:K + f], d[K + f:] if level else None
 
 
+def _gub(part: _Part, F: np.ndarray, run: np.ndarray, n: np.ndarray, choice: np.ndarray | None, tally: dict):
+    """The sum form's reduced LP by the GUB simplex (in budget shares: :mod:`optim.gub_kernels`),
+    from the blocks' ``choice`` that fit (:func:`_fitting`; all idle without one); None where a
+    cell uses no capacity or budget, or the simplex ends without an optimum (HiGHS takes it)."""
+    g, e, h = part.g[F], part.e[F], part.h[F]
+    if not ((g > 0) | ~run).all() or not ((e > 0) | ~run).all() or not (h > 0).all():
+        return None
+    from .gub_kernels import OPTIMAL, STALL, gub_simplex  # numba, on the first sum-form reduced LP
+
+    f, K = run.shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(run, h[:, None] / e, 0.0)
+    C, A = part.c[F] * per, g * per
+    key = np.full(f, K) if choice is None else np.where(_fitting(part, F, choice[F], run, n), choice[F], K)
+    top = float(np.abs(C[run]).max(initial=0.0))
+    status, u, y, mu, _ = gub_simplex(C, A, run, n.astype(float), key, GUB_PIVOTS * (f * (K + 1) + K),
+                                      GUB_TOL * max(top, 1e-300), STALL)
+    if status != OPTIMAL:
+        return None
+    tally["programs"] += 1
+    return u * per, 0.0, np.maximum(y, 0.0), np.maximum(mu, 0.0) / h, None
+
+
+def _fitting(part: _Part, F: np.ndarray, pick: np.ndarray, run: np.ndarray, n: np.ndarray, tol: float = 0.0
+             ) -> np.ndarray:
+    """(f,): the free blocks that take their ``pick`` cell (a cell they offer) in a primal
+    feasible start: as long as the blocks picking a type, best value per unit of capacity first,
+    fit it (within ``tol``, relative); the others idle."""
+    f, K = run.shape
+    rows_f = np.arange(f)
+    k = np.minimum(pick, K - 1)
+    busy = (pick < K) & run[rows_f, k]
+    need = part.g[F, k] * part.h[F] / part.e[F, k]
+    value = part.c[F, k] / np.maximum(need, 1e-300)
+    order = np.lexsort((-value, k))
+    used = np.where(busy[order], need[order], 0.0)
+    starts = np.searchsorted(k[order], np.arange(K))
+    before = np.concatenate([[0.0], np.cumsum(used)])[starts]  # capacity used by the types before each
+    running = np.cumsum(used) - np.repeat(before, np.diff(np.append(starts, f)))
+    fits = np.empty(f, dtype=bool)
+    fits[order] = running <= n[k[order]] * (1 + tol)
+    return busy & fits
+
+
 def _positions(f: int, K: int, bi: np.ndarray, kk: np.ndarray) -> np.ndarray:
     """(f, K): each free cell's column in the reduced LP, -1 where it has none."""
     position = np.full((f, K), -1)
@@ -104,26 +158,13 @@ def _positions(f: int, K: int, bi: np.ndarray, kk: np.ndarray) -> np.ndarray:
 def _crash_sum(part: _Part, F: np.ndarray, pick: np.ndarray, bi: np.ndarray, kk: np.ndarray, n: np.ndarray
                ) -> Basis:
     """The sum form's primal feasible starting basis: each free block's ``pick`` cell basic with
-    its budget row at its bound, as long as the blocks picking a type, best value per unit of
-    capacity first, fit it; the others idle (their budget's slack basic); every capacity slack
-    basic."""
+    its budget row at its bound where it fits (:func:`_fitting`), the others idle (their budget's
+    slack basic); every capacity slack basic."""
     f, K = F.size, part.g.shape[1]
     position = _positions(f, K, bi, kk)
-    k = np.minimum(pick, K - 1)
-    busy = (pick < K) & (position[np.arange(f), k] >= 0)
-    rows_f = np.arange(f)
-    need = part.g[F, k] * part.h[F] / part.e[F, k]
-    value = part.c[F, k] / np.maximum(need, 1e-300)
-    order = np.lexsort((-value, k))
-    used = np.where(busy[order], need[order], 0.0)
-    starts = np.searchsorted(k[order], np.arange(K))
-    before = np.concatenate([[0.0], np.cumsum(used)])[starts]  # capacity used by the types before each
-    running = np.cumsum(used) - np.repeat(before, np.diff(np.append(starts, f)))
-    fits = np.empty(f, dtype=bool)
-    fits[order] = running <= n[k[order]] * (1 + FIT_TOL)
-    busy &= fits
+    busy = _fitting(part, F, pick, position >= 0, n, FIT_TOL)
     cols = np.full(bi.size, LOWER, dtype=np.int8)
-    cols[position[rows_f[busy], pick[busy]]] = BASIC
+    cols[position[np.flatnonzero(busy), pick[busy]]] = BASIC
     rows = np.full(K + f, BASIC, dtype=np.int8)
     rows[K + np.flatnonzero(busy)] = UPPER
     return Basis(cols, rows)

@@ -42,10 +42,9 @@ def check_certificate(canon, res) -> None:
     assert np.abs(d[~np.isfinite(canon.col_lo)]).max(initial=0.0) <= 1e-9 * (1 + np.abs(canon.c).max())
 
 
-#: the method's paths forced on small instances: prices from a sample (BASE 8), a direct solve, and
-#: (the sum form) prices from market clearing alone
-PATHS = {"sampled": {"BASE": 8, "CLEARED_MAX": 0}, "direct": {"BASE": 512, "CLEARED_MAX": 0},
-         "cleared": {"CLEARED_MIN": 1}}
+#: the method's paths forced on small instances: prices from a sample (BASE and DIRECT_MAX 8: the
+#: level and the sum form) and a direct solve
+PATHS = {"sampled": {"BASE": 8, "DIRECT_MAX": 8}, "direct": {"BASE": 512, "DIRECT_MAX": 512}}
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
@@ -64,7 +63,7 @@ def test_the_working_set_grows_until_the_certificate_holds_on_a_priced_instance(
     # 2,000 distinct jobs, 0.2 GPUs each: every capacity binds, prices come from a 250-job sample
     problem = _priced(2000)
     canon = max_sum_throughput.build(problem, "perf").canonical()
-    with mock.patch.object(pd, "BASE", 250):
+    with mock.patch.multiple(pd, BASE=250, DIRECT_MAX=250):
         ours = solve(canon, "block")
     check_certificate(canon, ours)
     assert "reduced LP" in ours.message
@@ -92,7 +91,7 @@ def test_a_degenerate_instance_of_equal_jobs_with_and_without_merging(program):
     reference = solve(canon, "highs").objective
     merged = solve(canon, "block")
     check_certificate(canon, merged)
-    with mock.patch.object(pd, "MERGE_GAIN", 10**9), mock.patch.object(pd, "BASE", 16):
+    with mock.patch.multiple(pd, MERGE_GAIN=10**9, BASE=16, DIRECT_MAX=16):
         kept = solve(canon, "block")
     check_certificate(canon, kept)
     assert "classes" not in kept.message
@@ -187,7 +186,7 @@ def solved_recursively(canon, base: int):
         calls.append((part.g.shape[0], margin))
         return solve_part(part, rng, tally, margin)
 
-    with mock.patch.multiple(pd, BASE=base, RECURSE=2, CLEARED_MAX=0, _solve=counted):
+    with mock.patch.multiple(pd, BASE=base, DIRECT_MAX=base, RECURSE=2, _solve=counted):
         ours = solve(canon, "block")
     check_certificate(canon, ours)
     assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)

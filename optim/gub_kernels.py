@@ -1,0 +1,246 @@
+"""A primal simplex with generalized upper bounds for the sum form's reduced LP, compiled.
+
+In the budget shares ``u_bk = e_bk x_bk / h_b`` the program is
+
+    max  sum_bk C_bk u_bk   s.t.  sum_k u_bk <= 1 (block b),  sum_b A_bk u_bk <= n_k (type k),  u >= 0
+
+with ``C = c h / e`` and ``A = g h / e`` on the allowed cells. Dantzig and Van Slyke's GUB basis:
+each block has one *key* basic variable (one of its cells, or its idle slack: choice K) whose
+value is 1 less the block's other basics; K *extra* basics (cells of any block, or capacity
+slacks) form the working basis W (K x K). The column of extra cell (b, j) is ``A_bj e_j - A_bk
+e_k`` for the block's key cell k (no second term when the key idles); a capacity slack's is
+``e_k``. One iteration:
+
+- prices: ``W^T y = r`` with ``r`` the extras' costs less their keys' (0 for a slack);
+  ``mu_b = C_b,key - y_key A_b,key`` (0 idle);
+- reduced costs: ``C_bj - y_j A_bj - mu_b`` for a cell, ``-mu_b`` idle, ``-y_k`` for a capacity
+  slack. None above ``tol``: optimal, and ``(u; y, mu)`` is a primal-dual pair with equal
+  objectives (dual feasibility is the reduced costs' sign, complementarity holds on the basis);
+- entering: the largest reduced cost (Dantzig); after ``stall`` (:data:`STALL`) pivots in a row
+  that do not move, the lowest-numbered variable of positive reduced cost and the lowest-numbered leaving
+  variable among ties (Bland's rule: no cycling);
+- ratio test: ``W alpha = column``; the extras fall at rates ``alpha``, the key of a block at
+  rate ``[entering block] - sum of its extras' alpha``; the first to reach 0 leaves. A leaving
+  key hands its place to one of its block's extras (whose slot the entering variable takes), or,
+  in the entering block without extras, to the entering variable.
+
+Values and prices are computed from the basis each iteration (W by Gaussian elimination with
+partial pivoting: K is small), so no error accumulates. The start must be primal feasible: the
+keys given, every extra a capacity slack (the keys' usage within the capacities).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: statuses of :func:`gub_simplex`
+OPTIMAL, ITERATION_LIMIT, UNBOUNDED, SINGULAR = range(4)
+#: degenerate pivots in a row after which Bland's rule chooses
+STALL = 30
+
+
+@njit(cache=True)
+def _factor(W, piv):
+    """LU of W in place with partial pivoting (row swaps in ``piv``); False where singular."""
+    K = W.shape[0]
+    for i in range(K):
+        piv[i] = i
+    for c in range(K):
+        p = c
+        best = abs(W[c, c])
+        for r in range(c + 1, K):
+            if abs(W[r, c]) > best:
+                best, p = abs(W[r, c]), r
+        if best < 1e-300:
+            return False
+        if p != c:
+            for q in range(K):
+                W[c, q], W[p, q] = W[p, q], W[c, q]
+            piv[c], piv[p] = piv[p], piv[c]
+        for r in range(c + 1, K):
+            W[r, c] /= W[c, c]
+            f = W[r, c]
+            if f != 0.0:
+                for q in range(c + 1, K):
+                    W[r, q] -= f * W[c, q]
+    return True
+
+
+@njit(cache=True)
+def _solve(LU, piv, rhs, out):
+    """``W out = rhs`` from :func:`_factor`'s LU."""
+    K = LU.shape[0]
+    for i in range(K):
+        out[i] = rhs[piv[i]]
+    for i in range(K):
+        for q in range(i):
+            out[i] -= LU[i, q] * out[q]
+    for i in range(K - 1, -1, -1):
+        for q in range(i + 1, K):
+            out[i] -= LU[i, q] * out[q]
+        out[i] /= LU[i, i]
+
+
+@njit(cache=True)
+def _solve_t(LU, piv, rhs, out):
+    """``W^T out = rhs`` from :func:`_factor`'s LU (``P W = L U``: ``W^T = U^T L^T P``)."""
+    K = LU.shape[0]
+    w = np.empty(K)
+    for i in range(K):
+        w[i] = rhs[i]
+        for q in range(i):
+            w[i] -= LU[q, i] * w[q]
+        w[i] /= LU[i, i]
+    for i in range(K - 1, -1, -1):
+        for q in range(i + 1, K):
+            w[i] -= LU[q, i] * w[q]
+    for i in range(K):
+        out[piv[i]] = w[i]
+
+
+@njit(cache=True)
+def _earlier(t, theta, index, leave_index, rate, pivot, bland):
+    """Whether a ratio ``t`` (its variable's ``index``, its ``rate``) leaves before the one so far:
+    a smaller ratio, or a tie broken by the lower index (Bland) or the larger pivot."""
+    if theta == np.inf or t < theta - 1e-12 * max(theta, 1.0):
+        return True
+    if t > theta + 1e-12 * max(theta, 1.0):
+        return False
+    return index < leave_index if bland else rate > pivot
+
+
+@njit(cache=True)
+def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit):
+    """Solve the module's program from the feasible start ``key`` (f,; K: idle; changed in place),
+    Bland's rule after ``stall_limit`` degenerate pivots in a row.
+    Variables are numbered ``b (K + 1) + j`` (choice j of block b, K: idle), then ``f (K + 1) + k``
+    (capacity slack k). Returns ``(status, u (f, K), y (K), mu (f), iterations)``."""
+    f, K = C.shape
+    ext_b = np.full(K, -1)  # the extras: block (-1: capacity slack of type ext_j) and choice
+    ext_j = np.arange(K)
+    W = np.zeros((K, K))
+    piv = np.zeros(K, dtype=np.int64)
+    r, y, v, rhs, col, alpha = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
+    mu, uk = np.zeros(f), np.ones(f)
+    stall, status, it = 0, ITERATION_LIMIT, 0
+    while it < max_iter:
+        W[:] = 0.0
+        for i in range(K):
+            b, j = ext_b[i], ext_j[i]
+            if b < 0:
+                W[j, i], r[i] = 1.0, 0.0
+                continue
+            r[i] = 0.0
+            if j < K:
+                W[j, i] += A[b, j]
+                r[i] = C[b, j]
+            kb = key[b]
+            if kb < K:
+                W[kb, i] -= A[b, kb]
+                r[i] -= C[b, kb]
+        if not _factor(W, piv):
+            status = SINGULAR
+            break
+        _solve_t(W, piv, r, y)
+        rhs[:] = n
+        for b in range(f):
+            kb = key[b]
+            if kb < K:
+                rhs[kb] -= A[b, kb]
+                mu[b] = C[b, kb] - y[kb] * A[b, kb]
+            else:
+                mu[b] = 0.0
+            uk[b] = 1.0
+        _solve(W, piv, rhs, v)
+        for i in range(K):
+            if ext_b[i] >= 0:
+                uk[ext_b[i]] -= v[i]
+        bland = stall >= stall_limit
+        best, eb, ej = tol, -2, -1  # entering: block eb (-1: capacity slack ej) and choice ej
+        for b in range(f):
+            for j in range(K + 1):
+                if j < K and not allowed[b, j]:
+                    continue
+                d = (C[b, j] - y[j] * A[b, j] - mu[b]) if j < K else -mu[b]
+                if d > best:
+                    best, eb, ej = d, b, j
+                    if bland:
+                        break
+            if bland and eb >= 0:
+                break
+        if eb == -2 or not bland:
+            for k in range(K):
+                if -y[k] > best:
+                    best, eb, ej = -y[k], -1, k
+                    if bland:
+                        break
+        if eb == -2:
+            status = OPTIMAL
+            break
+        col[:] = 0.0
+        if eb < 0:
+            col[ej] = 1.0
+        else:
+            if ej < K:
+                col[ej] += A[eb, ej]
+            kb = key[eb]
+            if kb < K:
+                col[kb] -= A[eb, kb]
+        _solve(W, piv, col, alpha)
+        scale = 1.0
+        for i in range(K):
+            scale = max(scale, abs(alpha[i]))
+        eps = 1e-11 * scale
+        theta, leave, leave_block, pivot, leave_index = np.inf, -1, -1, 0.0, 0
+        for i in range(K):  # the extras
+            if alpha[i] > eps:
+                t = max(v[i], 0.0) / alpha[i]
+                index = f * (K + 1) + ext_j[i] if ext_b[i] < 0 else ext_b[i] * (K + 1) + ext_j[i]
+                if _earlier(t, theta, index, leave_index, alpha[i], pivot, bland):
+                    theta, leave, leave_block, pivot, leave_index = t, i, -1, alpha[i], index
+        for q in range(K + 1):  # the keys of the blocks that move: the extras' and the entering one's
+            b = eb if q == K else ext_b[q]
+            if b < 0:
+                continue
+            seen = False
+            for p in range(K if q == K else q):
+                if ext_b[p] == b:
+                    seen = True
+            if seen:
+                continue
+            rate = 1.0 if b == eb else 0.0
+            for p in range(K):
+                if ext_b[p] == b:
+                    rate -= alpha[p]
+            if rate > eps:
+                t = max(uk[b], 0.0) / rate
+                index = b * (K + 1) + key[b]
+                if _earlier(t, theta, index, leave_index, rate, pivot, bland):
+                    theta, leave, leave_block, pivot, leave_index = t, -1, b, rate, index
+        if leave < 0 and leave_block < 0:
+            status = UNBOUNDED
+            break
+        stall = stall + 1 if theta <= 1e-12 else 0
+        if leave >= 0:
+            ext_b[leave], ext_j[leave] = eb, ej
+        else:
+            heir = -1
+            for p in range(K):
+                if ext_b[p] == leave_block:
+                    heir = p
+                    break
+            if heir >= 0:
+                key[leave_block] = ext_j[heir]
+                ext_b[heir], ext_j[heir] = eb, ej
+            else:  # the entering block's key, in a block without extras: the entering variable takes it
+                key[leave_block] = ej
+        it += 1
+    u = np.zeros((f, K))
+    for b in range(f):
+        if key[b] < K:
+            u[b, key[b]] = max(uk[b], 0.0)
+    for i in range(K):
+        if ext_b[i] >= 0 and ext_j[i] < K:
+            u[ext_b[i], ext_j[i]] = max(v[i], 0.0)
+    return status, u, y, mu, it
