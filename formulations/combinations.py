@@ -21,7 +21,7 @@ from functools import cached_property
 
 import numpy as np
 
-from optim import CanonicalModel, CscArrays, CsrArrays, Model, ModelError, Result, VarBlock, VarType
+from optim import AssignmentLayout, CanonicalModel, CscArrays, CsrArrays, Model, ModelError, Result, VarBlock, VarType
 from optim.sparse import expand_pointers
 from optim.sparse import scipy_sparse as sp
 from optim.tally import add_build
@@ -221,11 +221,13 @@ def singles_program(problem: AllocationProblem, name: str, *, level: np.ndarray 
             row_lo[n + m:], row_hi[n + m:] = 0.0, np.inf
     if not (np.isfinite(data).all() and np.isfinite(c).all()):
         raise ModelError(f"{name}: non-finite coefficient")
+    A = CscArrays(data, indices, indptr, (num_rows, columns))
+    gpus = np.broadcast_to((problem.scale_factors * multiplicity(problem))[:, None], (m, n))
     model = CanonicalModel(
-        name=name, sense="max", c=c, offset=0.0, A=CscArrays(data, indices, indptr, (num_rows, columns)),
-        row_lo=row_lo, row_hi=row_hi, col_lo=col_lo, col_hi=col_hi,
+        name=name, sense="max", c=c, offset=0.0, A=A, row_lo=row_lo, row_hi=row_hi, col_lo=col_lo, col_hi=col_hi,
         integrality=np.zeros(columns, dtype=bool), log_terms=None, blocks=blocks, row_blocks=row_blocks,
-        build_seconds=time.perf_counter() - start, col_keys={"x": problem.job_ids}, row_keys=row_keys)
+        build_seconds=time.perf_counter() - start, col_keys={"x": problem.job_ids}, row_keys=row_keys,
+        layout=AssignmentLayout(A, gpus, level if epigraph else None))
     add_build(model.build_seconds)
     return model
 

@@ -11,7 +11,7 @@
 
 from .backends import Backend, all_backends, available_backends, get_backend, parse_spec
 from .basis import Basis
-from .canonical import CanonicalModel, HyperbolicCones, LogTerms, VarBlock, VarType
+from .canonical import AssignmentLayout, CanonicalModel, HyperbolicCones, LogTerms, VarBlock, VarType
 from .capabilities import Capability
 from .certificate import Certificate, lp_certificate, lp_dual_bound
 from .errors import (
@@ -33,7 +33,8 @@ from .sparse import CscArrays, CsrArrays
 from .tally import tally
 
 __all__ = [
-    "Backend", "BackendUnavailableError", "Basis", "CanonicalModel", "Capability", "CapabilityError", "Certificate",
+    "AssignmentLayout", "Backend", "BackendUnavailableError", "Basis", "CanonicalModel", "Capability",
+    "CapabilityError", "Certificate",
     "CscArrays", "CsrArrays", "HyperbolicCones", "LicenseLimitError", "LogTerms", "Model", "ModelError",
     "NoSolutionError", "OptimError", "Result", "Session", "SolveOptions", "SolverFailedError", "Status", "Timings",
     "UnknownBackendError", "VarBlock", "VarType", "all_backends", "available_backends", "backends_with",

@@ -10,7 +10,9 @@ In the internal form (every row ``<=``, maximize)::
 
 with ``e > 0``, ``g, a >= 0``. Gavel's total throughput (sum), max-min fairness and makespan
 (level) are of this shape, and so is any user program that states the same rows
-(:func:`assignment_structure` reads them from the canonical arrays, never from names).
+(:func:`assignment_structure` reads them from the canonical arrays, never from names, or takes
+them from the layout its builder stated, :class:`~optim.canonical.AssignmentLayout`, checking
+the values as it would read them).
 :func:`to_result` maps an internal solution and its duals back onto the model's columns and rows.
 """
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .canonical import CanonicalModel
+from .canonical import AssignmentLayout, CanonicalModel
 
 
 @dataclass
@@ -75,12 +77,49 @@ def assignment_structure(model: CanonicalModel) -> AssignmentLP | None:
     sign = 1.0 if model.sense == "max" else -1.0
     c = sign * np.asarray(model.c, dtype=float)
     data = np.asarray(model.A.data, dtype=float) * flip[indices] if lower.any() else np.asarray(model.A.data, float)
+    if model.layout is not None and model.layout.A is model.A:
+        lp = _laid_out(model, model.layout, flip, rhs, sign, c)
+        if lp is not None:
+            return lp
     priced = np.flatnonzero(c)
     if priced.size == 1 and c[priced[0]] > 0 and model.col_hi[priced[0]] == np.inf:
         lp = _read(model, flip, rhs, sign, c, data, int(priced[0]), empty)
         if lp is not None:
             return lp
     return _read(model, flip, rhs, sign, c, data, -1, empty)
+
+
+def _laid_out(model: CanonicalModel, layout: AssignmentLayout, flip: np.ndarray, rhs: np.ndarray, sign: float,
+              c: np.ndarray) -> AssignmentLP | None:
+    """The model in the internal form from its builder's ``layout`` (no reading of the sparsity),
+    or None where its values or bounds do not fit (as :func:`_values` checks them) or its rows are
+    not those of the layout's sides: capacity and budget rows ``<=``, the level rows one-sided, the
+    level column the only priced one."""
+    m, K = layout.g.shape
+    cells = m * K
+    level = layout.level is not None
+    rows = K + m * (1 + level)
+    if model.A.shape != (rows, cells + level) or (flip[:K + m] != 1).any():
+        return None
+    h, n = rhs[K:K + m].astype(float), rhs[:K].astype(float)
+    col_lo, col_hi = model.col_lo[:cells], model.col_hi[:cells]
+    if (h < 0).any() or (n < 0).any() or (layout.g < 0).any() or (col_lo != 0).any() \
+            or not ((col_hi == 0) | (col_hi == np.inf)).all():
+        return None
+    lp = AssignmentLP(c=None, a=None, g=layout.g, e=np.broadcast_to(1.0, (m, K)), h=h, n=n,
+                      run=(col_hi > 0).reshape(m, K), col=np.arange(cells).reshape(m, K), z_col=-1, z_lo=-np.inf,
+                      cap_rows=np.arange(K), budget_rows=np.arange(K, K + m), level_rows=None, level_scale=None,
+                      flip=flip, sign=sign)
+    if not level:
+        lp.c = c[:cells].reshape(m, K)
+        return lp
+    z = cells
+    if c[z] <= 0 or c[:cells].any() or model.col_hi[z] != np.inf or (rhs[K + m:] != 0).any() \
+            or (layout.level < 0).any():
+        return None
+    lp.a, lp.level_rows, lp.level_scale, lp.z_col = layout.level, np.arange(K + m, rows), np.ones(m), z
+    lp.model_c_z, lp.z_lo = float(model.c[z]), float(model.col_lo[z])
+    return lp
 
 
 def _read(model: CanonicalModel, flip: np.ndarray, rhs: np.ndarray, sign: float, c: np.ndarray, data: np.ndarray,

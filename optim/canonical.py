@@ -104,6 +104,21 @@ class HyperbolicCones:
 
 
 @dataclass(frozen=True)
+class AssignmentLayout:
+    """A builder's statement that its model is assignment-shaped (:mod:`optim.assignment_lp`) and
+    laid out as :class:`~optim.Model` lays such a model out, so that the shape need not be read back
+    from the sparsity: columns ``0..mK-1`` are the cells (b, k) block after block, cell (b, k) with
+    ``g_bk`` in capacity row k, 1 in budget row ``K + b`` and, in the level form, its level entry in
+    row ``K + m + b`` (the level column, last, has the level rows' other entries). ``level`` (m, K):
+    the cells' level coefficients in the internal sign (None: the sum form, priced by ``c``). It
+    holds for the CSC arrays ``A`` it was stated for, and only while the model has them."""
+
+    A: CscArrays
+    g: np.ndarray
+    level: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class CanonicalModel:
     """The assembled model: what every backend translates.
 
@@ -127,6 +142,8 @@ class CanonicalModel:
     row_blocks: Mapping[str, slice]
     build_seconds: float = 0.0
     hyperbolic: HyperbolicCones | None = None
+    #: the builder's statement of an assignment-shaped layout (:class:`AssignmentLayout`), if any
+    layout: AssignmentLayout | None = None
     #: keys of a block's leading index / of a row block's rows (blocks not named: positions)
     col_keys: Mapping[str, np.ndarray] = field(default_factory=dict)
     row_keys: Mapping[str, np.ndarray] = field(default_factory=dict)

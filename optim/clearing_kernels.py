@@ -54,61 +54,136 @@ def _crossing(theta, need, count, capacity):
 
 
 @njit(cache=True)
-def clearing_sweeps(ratio, per_price, need, n, y, sweeps):
-    """``y`` (K,) after ``sweeps`` sweeps (module docstring); ``ratio`` is -inf off the runnable
-    cells, ``per_price`` and ``need`` 0 there."""
-    m, K = ratio.shape
+def _top_two(score, b, top1, idx1, top2, idx2):
+    """Block b's best and second-best cell scores (and their types) from ``score`` (K, m)."""
+    t1, i1, t2, i2 = -np.inf, -1, -np.inf, -1
+    for j in range(score.shape[0]):
+        s = score[j, b]
+        if s > t1:
+            t2, i2, t1, i1 = t1, i1, s, j
+        elif s > t2:
+            t2, i2 = s, j
+    top1[b], idx1[b], top2[b], idx2[b] = t1, i1, t2, i2
+
+
+@njit(cache=True)
+def clearing_prices(c, g, e, h, run, n, y, sweeps, firm):
+    """``y`` (K,) after ``sweeps`` sweeps (module docstring) over the blocks of data ``c``, ``g``,
+    ``e``, ``run`` (K, m: types by blocks) and budgets ``h`` (m,). From nonzero ``y``, a block whose
+    best choice under ``y`` (idle scored 0) beats its next by more than ``firm`` times its scale
+    ``max_k |c_bk / e_bk|`` keeps it: it takes its need from the capacities and sits the sweeps
+    out."""
+    K, m = c.shape
     y = y.copy()
-    score = np.empty((m, K))
-    for b in range(m):
+    capacity = n.copy()
+    act = np.arange(m)
+    if y.any():
+        scale, t1, t2 = np.zeros(m), np.full(m, -np.inf), np.full(m, -np.inf)
+        i1 = np.full(m, -1)
+        for k in range(K):  # type by type: the arrays are read in order
+            for b in range(m):
+                if run[k, b]:
+                    r = c[k, b] / e[k, b]
+                    scale[b] = max(scale[b], abs(r))
+                    s = r - y[k] * (g[k, b] / e[k, b])
+                    if s > t1[b]:
+                        t2[b], t1[b], i1[b] = t1[b], s, k
+                    elif s > t2[b]:
+                        t2[b] = s
+        active = np.ones(m, dtype=np.bool_)
+        used = np.zeros(K)
+        for b in range(m):
+            if t1[b] >= 0.0:  # a cell first (ties with idling go to the cell), then the next choice
+                best, second, cell = t1[b], max(t2[b], 0.0), i1[b]
+            else:
+                best, second, cell = 0.0, t1[b], -1
+            if (best - second) / max(scale[b], 1e-300) > firm:
+                active[b] = False
+                if cell >= 0:
+                    used[cell] += g[cell, b] * h[b] / e[cell, b]
         for k in range(K):
-            score[b, k] = ratio[b, k] - y[k] * per_price[b, k]
-    theta = np.empty(m)
-    weight = np.empty(m)
+            capacity[k] = max(n[k] - used[k], 0.0)
+        act = np.flatnonzero(active)
+    m = act.size
+    ratio, per_price, need, score = np.empty((K, m)), np.zeros((K, m)), np.zeros((K, m)), np.empty((K, m))
+    for k in range(K):
+        for i in range(m):
+            b = act[i]
+            ratio[k, i] = -np.inf
+            if run[k, b]:
+                ratio[k, i] = c[k, b] / e[k, b]
+                per_price[k, i] = g[k, b] / e[k, b]
+                need[k, i] = g[k, b] * h[b] / e[k, b]
+            score[k, i] = ratio[k, i] - y[k] * per_price[k, i]
+    top1, top2 = np.empty(m), np.empty(m)
+    idx1, idx2 = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+    for b in range(m):
+        _top_two(score, b, top1, idx1, top2, idx2)
+    theta, weight = np.empty(m), np.empty(m)
+    inside, outside = np.empty(m), np.empty(m)
+    k_in = np.empty(m, dtype=np.int64)
     for _ in range(sweeps):
         for k in range(K):
             count, total = 0, 0.0
             for b in range(m):
-                other = 0.0
-                for j in range(K):
-                    if j != k and score[b, j] > other:
-                        other = score[b, j]
-                if per_price[b, k] > 0 and ratio[b, k] > -np.inf:
-                    t = (ratio[b, k] - other) / per_price[b, k]
-                    if t > 0:
-                        theta[count], weight[count] = t, need[b, k]
-                        total += need[b, k]
-                        count += 1
+                if per_price[k, b] <= 0 or ratio[k, b] == -np.inf:
+                    continue
+                other = max(top2[b] if idx1[b] == k else top1[b], 0.0)
+                t = (ratio[k, b] - other) / per_price[k, b]
+                if t > 0:
+                    theta[count], weight[count] = t, need[k, b]
+                    total += need[k, b]
+                    count += 1
             y[k] = 0.0
-            if total > n[k]:
-                y[k] = max(_crossing(theta, weight, count, n[k]), 0.0)
+            if total > capacity[k]:
+                y[k] = max(_crossing(theta, weight, count, capacity[k]), 0.0)
             for b in range(m):
-                score[b, k] = ratio[b, k] - y[k] * per_price[b, k]
-        capacity, lowest, priced = 0.0, np.inf, 0
+                old, new = score[k, b], ratio[k, b] - y[k] * per_price[k, b]
+                score[k, b] = new
+                if idx1[b] == k:
+                    if new >= top2[b]:
+                        top1[b] = new
+                    else:
+                        _top_two(score, b, top1, idx1, top2, idx2)
+                elif new > top1[b]:
+                    top2[b], idx2[b], top1[b], idx1[b] = top1[b], idx1[b], new, k
+                elif idx2[b] == k:
+                    if new >= old:
+                        top2[b] = new
+                    else:
+                        _top_two(score, b, top1, idx1, top2, idx2)
+                elif new > top2[b]:
+                    top2[b], idx2[b] = new, k
+        total_capacity, lowest, priced = 0.0, np.inf, 0
         for k in range(K):
             if y[k] > 0:
-                capacity += n[k]
+                total_capacity += capacity[k]
                 lowest = min(lowest, y[k])
                 priced += 1
         if priced == 0:
             continue
         for b in range(m):
-            k_in, inside, outside = -1, -np.inf, 0.0
-            for k in range(K):
+            k_in[b], inside[b], outside[b] = -1, -np.inf, 0.0
+        for k in range(K):
+            for b in range(m):
                 if y[k] > 0:
-                    if score[b, k] > inside:
-                        k_in, inside = k, score[b, k]
-                elif score[b, k] > outside:
-                    outside = score[b, k]
+                    if score[k, b] > inside[b]:
+                        k_in[b], inside[b] = k, score[k, b]
+                elif score[k, b] > outside[b]:
+                    outside[b] = score[k, b]
+        for b in range(m):
             theta[b], weight[b] = -np.inf, 0.0
-            if k_in >= 0:
-                weight[b] = need[b, k_in]
-                if per_price[b, k_in] > 0 and inside > -np.inf:
-                    theta[b] = (inside - outside) / per_price[b, k_in]
-        t = max(-lowest, _crossing(theta, weight, m, capacity))
+            kb = k_in[b]
+            if kb >= 0:
+                weight[b] = need[kb, b]
+                if per_price[kb, b] > 0 and inside[b] > -np.inf:
+                    theta[b] = (inside[b] - outside[b]) / per_price[kb, b]
+        t = max(-lowest, _crossing(theta, weight, m, total_capacity))
         for k in range(K):
             if y[k] > 0:
                 y[k] += t
                 for b in range(m):
-                    score[b, k] = ratio[b, k] - y[k] * per_price[b, k]
+                    score[k, b] = ratio[k, b] - y[k] * per_price[k, b]
+        for b in range(m):
+            _top_two(score, b, top1, idx1, top2, idx2)
     return y

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from optim.clearing_kernels import _crossing, clearing_sweeps
+from optim.clearing_kernels import _crossing, clearing_prices
 from optim.gub_kernels import OPTIMAL, gub_simplex
 
 
@@ -94,7 +94,7 @@ def test_the_weighted_crossing_is_the_sorted_definition(pairs, capacity):
 
 
 def test_clearing_prices_one_type_at_the_block_that_overfills_it():
-    ratio = np.array([[5.0], [4.0], [3.0], [2.0], [1.0]])
-    ones = np.ones_like(ratio)
-    assert clearing_sweeps(ratio, ones, ones, np.array([2.5]), np.zeros(1), 1)[0] == 3.0
-    assert clearing_sweeps(ratio, ones, ones, np.array([9.0]), np.zeros(1), 1)[0] == 0.0  # room for all: free
+    c = np.array([[5.0, 4.0, 3.0, 2.0, 1.0]])
+    ones, run, h = np.ones_like(c), np.ones(c.shape, dtype=bool), np.ones(5)
+    assert clearing_prices(c, ones, ones, h, run, np.array([2.5]), np.zeros(1), 1, 0.1)[0] == 3.0
+    assert clearing_prices(c, ones, ones, h, run, np.array([9.0]), np.zeros(1), 1, 0.1)[0] == 0.0  # room for all

@@ -4,6 +4,7 @@ and the working set forced on small instances; degenerate, infeasible and user-b
 
 from __future__ import annotations
 
+from dataclasses import replace
 from unittest import mock
 
 import numpy as np
@@ -235,3 +236,27 @@ def test_a_level_reached_only_by_splitting_blocks_is_certified_unpriced():
     assert np.allclose(x.sum(axis=1), 1.0) and (x >= 0).all()  # level 1 each, within budget 1
     assert (0.6 * x.sum(axis=0) <= 1.0 + 1e-12).all()
     assert float(part.n @ y + part.h @ mu) == pytest.approx(z)  # the dual bound: the worst block's reach
+
+
+@settings(max_examples=30)
+@given(distinct_jobs(min_jobs=2, max_jobs=60), st.sampled_from(sorted(BUILDS)), st.booleans())
+def test_a_stated_layout_reads_as_the_sparsity_does(problem, program, negative):
+    canon = BUILDS[program](problem).canonical()
+    if negative:  # a level coefficient below 0 or a budget coefficient changed: not the stated shape any more
+        canon = replace(canon, row_hi=np.where(np.arange(canon.row_hi.size) == 0, -1.0, canon.row_hi))
+    assert canon.layout is not None and canon.layout.A is canon.A
+    stated, read = assignment_structure(canon), assignment_structure(replace(canon, layout=None))
+    assert (stated is None) == (read is None) and (stated is None) == negative
+    if stated is None:
+        return
+    for name in ("c", "a", "g", "e", "h", "n", "run", "col", "cap_rows", "budget_rows", "level_rows", "level_scale",
+                 "flip", "z_col", "z_lo", "sign", "model_c_z"):
+        a, b = getattr(stated, name), getattr(read, name)
+        assert (a is None and b is None) or np.array_equal(np.asarray(a), np.asarray(b)), name
+
+
+def test_a_layout_stated_for_other_arrays_is_not_taken():
+    canon = max_sum_throughput.build(_priced(200), "perf").canonical()
+    other = replace(canon, A=canon.A._replace(data=canon.A.data * 2.0))
+    assert other.layout.A is not other.A
+    assert np.array_equal(assignment_structure(other).g, 2.0 * assignment_structure(canon).g)
