@@ -76,11 +76,11 @@ def assignment_structure(model: CanonicalModel) -> AssignmentLP | None:
     rhs = np.where(lower, -lo, hi)
     sign = 1.0 if model.sense == "max" else -1.0
     c = sign * np.asarray(model.c, dtype=float)
-    data = np.asarray(model.A.data, dtype=float) * flip[indices] if lower.any() else np.asarray(model.A.data, float)
     if model.layout is not None and model.layout.A is model.A:
         lp = _laid_out(model, model.layout, flip, rhs, sign, c)
         if lp is not None:
             return lp
+    data = np.asarray(model.A.data, dtype=float) * flip[indices] if lower.any() else np.asarray(model.A.data, float)
     priced = np.flatnonzero(c)
     if priced.size == 1 and c[priced[0]] > 0 and model.col_hi[priced[0]] == np.inf:
         lp = _read(model, flip, rhs, sign, c, data, int(priced[0]), empty)
@@ -392,6 +392,29 @@ def _level_map(cells, model: CanonicalModel, z: int, indices, indptr, level_entr
     level_rows = np.empty(m, dtype=np.int64)
     level_rows[blocks] = z_rows
     return position[lv_cols], lv_blocks, lv_pos, level_rows, blocks
+
+
+def transposed_times(lp: AssignmentLP, model: CanonicalModel, duals: np.ndarray) -> np.ndarray:
+    """``A^T duals`` over the model's columns from the internal form (the model's entries are
+    ``g flip``, ``e flip`` and ``-a scale flip`` in a cell's capacity, budget and level rows): (m, K)
+    array arithmetic instead of a product per stored entry; the level column's from its own
+    entries."""
+    d = lp.flip * duals
+    cells = lp.g * d[lp.cap_rows] + lp.e * d[lp.budget_rows][:, None]
+    if lp.level:
+        cells -= lp.a * (lp.level_scale * d[lp.level_rows])[:, None]
+    out = np.zeros(model.num_vars)
+    m, K = lp.shape
+    if lp.col.size == model.num_vars - lp.level and (lp.col.reshape(-1) == np.arange(m * K)).all():
+        out[:m * K] = cells.reshape(-1)
+    else:
+        on = lp.col >= 0
+        out[lp.col[on]] = cells[on]
+    if lp.level:
+        z, indptr = lp.z_col, model.A.indptr
+        span = slice(indptr[z], indptr[z + 1])
+        out[z] = float(model.A.data[span] @ duals[model.A.indices[span]])
+    return out
 
 
 def to_result(lp: AssignmentLP, model: CanonicalModel, x: np.ndarray, z: float, y: np.ndarray, mu: np.ndarray,

@@ -4,6 +4,7 @@ those the Model path builds, array for array, so every solver returns what it re
 from __future__ import annotations
 
 import dataclasses
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -48,18 +49,22 @@ def model_path(problem, kind: str, variant: str):
     return model.canonical()
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["arrays", "compiled"])
 @given(st.one_of(problems(max_jobs=10), many_equal_jobs()), st.sampled_from(PROGRAMS), st.booleans())
-def test_the_singles_program_is_the_model_paths_array_for_array(problem, program, merge):
+def test_the_singles_program_is_the_model_paths_array_for_array(compiled, problem, program, merge):
     kind, variant = program
     problem = dataclasses.replace(problem, remaining_steps=1e3 + 37.0 * np.arange(problem.num_jobs))
     if merge:
         problem = merge_equal_jobs(problem) or problem
     module = {"max_min": max_min_fairness, "throughput": max_sum_throughput, "makespan": min_total_duration}[kind]
-    ours, reference = module.build(problem, variant), model_path(problem, kind, variant)
+    with mock.patch.object(combinations, "COMPILED_MIN_CELLS", 0 if compiled else 10**12):
+        ours = module.build(problem, variant)
+    reference = model_path(problem, kind, variant)
     for name in ("c", "row_lo", "row_hi", "col_lo", "col_hi", "integrality"):
         np.testing.assert_array_equal(getattr(ours, name), getattr(reference, name), err_msg=name)
     for name in ("data", "indices", "indptr"):
         np.testing.assert_array_equal(getattr(ours.A, name), getattr(reference.A, name), err_msg=name)
+        assert getattr(ours.A, name).dtype == getattr(reference.A, name).dtype, name
     assert (ours.name, ours.sense, ours.offset, ours.A.shape) == (reference.name, reference.sense, reference.offset,
                                                                  reference.A.shape)
     assert ours.blocks == reference.blocks and ours.row_blocks == reference.row_blocks

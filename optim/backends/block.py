@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..assignment_lp import AssignmentLP, assignment_structure, to_result
+from ..assignment_lp import AssignmentLP, assignment_structure, to_result, transposed_times
 from ..block_lp import DENSE_MAX, aggregate, block_structure, solve_block
 from ..block_schur import aligned
 from ..canonical import CanonicalModel
@@ -105,7 +105,7 @@ class BlockBackend(Backend):
         result.x, result.row_duals = to_result(shape, model, sol.x, sol.z, sol.y, sol.mu, sol.lam)
         result.objective = model.objective_value(result.x)
         result.bound = shape.sign * shape.level_cost * sol.bound + model.offset
-        result.reduced_costs = model.c - transpose_times(model.A, result.row_duals)
+        result.reduced_costs = model.c - transposed_times(shape, model, result.row_duals)
         return result
 
     def _block_method(self, model: CanonicalModel, options: SolveOptions, timings: Timings) -> Result:
