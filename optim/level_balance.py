@@ -60,12 +60,21 @@ def fill(x: np.ndarray, part: _Part, y: np.ndarray) -> np.ndarray:
     positive ``x_bk`` grows by the same factor ``t_k >= 1``, each block stopping at its budget,
     until the type is full or every block on it is (types in order)."""
     x = x.copy()
-    for k in np.flatnonzero(y <= 0):
+    unpriced = np.flatnonzero(y <= 0)
+    if unpriced.size == 0:
+        return x
+    single = np.count_nonzero(x, axis=1) == 1  # a block on one cell: its budget use is that cell's
+    for k in unpriced:
         on = np.flatnonzero(x[:, k] > 0)
         spare = part.n[k] - part.g[:, k] @ x[:, k]
         if on.size == 0 or spare <= 0:
             continue
-        room = np.maximum(part.h[on] - (part.e[on] * x[on]).sum(axis=1), 0.0) / part.e[on, k]
+        e_k, x_k = part.e[on, k], x[on, k]
+        used = e_k * x_k
+        several = np.flatnonzero(~single[on])
+        if several.size:
+            used[several] = (part.e[on[several]] * x[on[several]]).sum(axis=1)
+        room = np.maximum(part.h[on] - used, 0.0) / e_k
         grow = part.g[on, k] * x[on, k]  # capacity taken per unit of (t_k - 1) until the block's budget stops it
         stop = room / x[on, k]  # t_k - 1 at which it does
         order = np.argsort(stop, kind="stable")

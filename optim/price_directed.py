@@ -74,6 +74,8 @@ REFINE_SWEEPS = 3
 #: a sum-form problem of at most this many blocks is solved directly by the GUB simplex
 #: (:mod:`optim.gub_kernels`) from the clearing prices' choices, without a working set
 DIRECT_MAX = 4096
+#: the level form's first choice (:func:`_choose_level`) is compiled from this many cells
+COMPILED_MIN = 250_000
 #: a refining sweep leaves out the blocks whose choice wins by this much (relative)
 FIRM = 0.1
 #: a sum-form working set of more than this many times BASE blocks (and at most RECURSE_SHARE of the
@@ -256,7 +258,19 @@ def _level_choice(part: _Part) -> tuple[float, int, np.ndarray, bool]:
 
 
 def _choose_level(part: _Part) -> tuple[float, int, np.ndarray, bool]:
-    """:func:`_level_choice` computed."""
+    """:func:`_level_choice` computed: from :data:`COMPILED_MIN` cells by the compiled pass
+    (:mod:`optim.level_kernels`) where no type is over its capacity at Z (then :func:`balance`
+    moves nothing), else by array operations."""
+    if part.g.size >= COMPILED_MIN:
+        from .level_kernels import level_choice  # numba, for large programs only
+
+        Z, worst, best, load = level_choice(*(np.ascontiguousarray(v.T) for v in (part.a, part.g, part.e)),
+                                            np.asarray(part.h, dtype=float), np.ascontiguousarray(part.run.T),
+                                            np.asarray(part.n, dtype=float))
+        if Z <= 0:
+            return Z, worst, best, True
+        if (part.n - Z * load >= 0).all():
+            return Z, worst, best, bool((Z * load <= part.n * (1 + CHECK_TOL)).all())
     with np.errstate(divide="ignore", invalid="ignore"):
         reach = np.where(part.run, part.h[:, None] * part.a / part.e, 0.0)
         per_level = np.where(part.run, part.g / part.a, np.inf)

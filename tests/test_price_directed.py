@@ -17,6 +17,7 @@ from formulations import AllocationProblem, max_min_fairness, max_sum_throughput
 from optim import Model, Status, solve
 from optim import price_directed as pd
 from optim.assignment_lp import assignment_structure
+from optim.level_balance import fill
 
 BUILDS = {
     "max_min_fairness": lambda p: max_min_fairness.build(p, "perf"),
@@ -260,3 +261,41 @@ def test_a_layout_stated_for_other_arrays_is_not_taken():
     other = replace(canon, A=canon.A._replace(data=canon.A.data * 2.0))
     assert other.layout.A is not other.A
     assert np.array_equal(assignment_structure(other).g, 2.0 * assignment_structure(canon).g)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_compiled_level_choice_is_the_array_one(seed):
+    rng = np.random.default_rng(seed)
+    m, K = int(rng.integers(1, 2000)), int(rng.integers(1, 10))
+    a = rng.uniform(0.1, 5.0, (m, K)) * (rng.random((m, K)) < 0.9)
+    a = np.round(a) if seed % 2 else a  # ties
+    run = (rng.random((m, K)) < 0.9) & (a > 0)
+    g = rng.choice([1.0, 2.0, 4.0], (m, 1)) * np.ones((1, K))
+    e, h = rng.choice([1.0, 2.0], (m, K)), rng.choice([1.0, 2.0], m)
+    n = rng.uniform(0.05, 3.0, K) * m * rng.choice([0.1, 1.0, 10.0])
+    choices = []
+    for least in (10**12, 0):
+        part = pd._Part(None, pd.fortran(a), pd.fortran(g), pd.fortran(e), h, n, pd.fortran(run), -np.inf)
+        with mock.patch.object(pd, "COMPILED_MIN", least):
+            choices.append(pd._choose_level(part))
+    (Z, worst, best, fits), (Z2, worst2, best2, fits2) = choices
+    assert (Z, worst, fits) == (Z2, worst2, fits2) and np.array_equal(best, best2)
+
+
+def test_fill_hands_an_unpriced_types_room_out_as_the_whole_rows_say():
+    rng = np.random.default_rng(5)
+    m, K = 400, 4
+    x = rng.uniform(0.0, 0.3, (m, K)) * (rng.random((m, K)) < 0.4)
+    g, e, h = rng.choice([1.0, 2.0], (m, K)), rng.choice([1.0, 2.0], (m, K)), np.ones(m)
+    x *= np.minimum(1.0, 0.8 / np.maximum((e * x).sum(axis=1), 1e-300))[:, None]  # within the budgets
+    n = (g * x).sum(axis=0) + 5.0  # 5 GPUs spare on every type: type 0 fills before the budgets stop its blocks
+    part = pd._Part(None, pd.fortran(np.ones((m, K))), pd.fortran(g), pd.fortran(e), h, n,
+                    pd.fortran(np.ones((m, K), dtype=bool)), -np.inf)
+    filled = fill(pd.fortran(x), part, np.array([0.0, 1.0, 0.0, 0.0]))
+    assert np.array_equal(filled[:, 1], x[:, 1]) and (filled >= x).all()
+    assert ((e * filled).sum(axis=1) <= h + 1e-12).all() and ((g * filled).sum(axis=0) <= part.n + 1e-9).all()
+    grown = filled[:, 0] / np.where(x[:, 0] > 0, x[:, 0], 1.0)
+    full_budget = np.isclose((e * filled).sum(axis=1), h)
+    open_rows = (x[:, 0] > 0) & ~full_budget
+    assert open_rows.any() and np.allclose(grown[open_rows], grown[open_rows][0])  # one factor below the budgets
+    assert (g[:, 0] * filled[:, 0]).sum() == pytest.approx(n[0])
