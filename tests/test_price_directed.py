@@ -299,3 +299,13 @@ def test_fill_hands_an_unpriced_types_room_out_as_the_whole_rows_say():
     open_rows = (x[:, 0] > 0) & ~full_budget
     assert open_rows.any() and np.allclose(grown[open_rows], grown[open_rows][0])  # one factor below the budgets
     assert (g[:, 0] * filled[:, 0]).sum() == pytest.approx(n[0])
+
+
+def test_a_cell_of_no_capacity_use_is_solved_by_highs_with_the_certificate():
+    canon = max_sum_throughput.build(_priced(600), "perf").canonical()
+    data = canon.A.data.copy()
+    data[canon.A.indptr[0]] = 0.0  # job 0's first cell takes no GPUs: the GUB simplex refuses it
+    canon = replace(canon, A=canon.A._replace(data=data))
+    ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
