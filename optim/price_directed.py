@@ -147,13 +147,15 @@ def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
                  lp.z_lo)
     tally = {"programs": 0}
     rng = np.random.default_rng(seed)
-    easy = _unpriced(part, rng, tally) if part.a is not None else None
+    fits = part.a is not None and _level_choice(part)[3]
+    merged = None if fits else _classes(part)
+    easy = _unpriced(part, rng, tally, merged) if part.a is not None else None
     if easy is not None:
         x, z, y, mu, lam = easy
         rounds = largest = 0
         classes = None
     else:
-        merged = _classes(part)
+        merged = _classes(part) if fits else merged
         inner = part if merged is None else merged[0]
         classes = None if merged is None else inner.g.shape[0]
         x, z, y, mu, lam, rounds, largest = _solve(inner, rng, tally)
@@ -200,12 +202,13 @@ def _useful(lp: AssignmentLP) -> np.ndarray:
     return lp.a > 0 if lp.a is not None else np.ones(lp.shape, dtype=bool)
 
 
-def _unpriced(part: _Part, rng: np.random.Generator, tally: dict):
+def _unpriced(part: _Part, rng: np.random.Generator, tally: dict, merged: tuple | None = None):
     """The level form's optimum where no capacity binds, or None: every block reaches
     ``Z = min_b max_k h_b a_bk / e_bk`` (the worst block's reach) on one cell, chosen and
     balanced by :func:`balance` (:func:`_level_choice`), or where those do not fit, split over
-    its cells by :func:`_fit`; where that fits every type, z = Z is optimal with the duals
-    ``y = 0``, ``lambda`` and ``mu`` on the worst block alone (``mu_w = max_k a_wk / e_wk``)."""
+    its cells by :func:`_fit` (over ``merged``'s classes where equal blocks merge: a class's x
+    is each member's); where that fits every type, z = Z is optimal with the duals ``y = 0``,
+    ``lambda`` and ``mu`` on the worst block alone (``mu_w = max_k a_wk / e_wk``)."""
     m, K = part.g.shape
     Z, worst, best, fits = _level_choice(part)
     y, mu, lam = np.zeros(K), np.zeros(m), np.zeros(m)
@@ -214,7 +217,9 @@ def _unpriced(part: _Part, rng: np.random.Generator, tally: dict):
     if Z < part.z_lo:
         return None
     if not fits:
-        x = _fit(part, Z, rng, tally)
+        x = _fit(part if merged is None else merged[0], Z, rng, tally)
+        if x is not None and merged is not None:
+            x = fortran(x[merged[1]])
         return None if x is None else (x, Z, y, mu, lam)
     x = np.zeros((m, K), order="F")
     if Z > 0:

@@ -27,10 +27,12 @@ OPTIONS = SolveOptions(method="primal")
 IPM_OPTIONS = SolveOptions(method="ipm")
 #: relative slack of a capacity a crash basis fills
 FIT_TOL = 1e-9
-#: the GUB simplex's optimality tolerance on reduced costs, relative to the largest |C_bk|, and its
-#: pivots, per variable of the program
+#: the GUB simplex's optimality tolerance on reduced costs, relative to the largest |C_bk|; its
+#: pivots, at most GUB_PIVOTS per variable of the program and GUB_WORK cells priced in all (about a
+#: second: then HiGHS takes the program; from good starting choices it takes 5-200 pivots)
 GUB_TOL = 1e-11
 GUB_PIVOTS = 50
+GUB_WORK = 10**9
 
 
 class NotSolved(RuntimeError):
@@ -119,8 +121,9 @@ def _gub(part: _Part, F: np.ndarray, run: np.ndarray, n: np.ndarray, choice: np.
     C, A = part.c[F] * per, g * per
     key = np.full(f, K) if choice is None else np.where(_fitting(part, F, choice[F], run, n), choice[F], K)
     top = float(np.abs(C[run]).max(initial=0.0))
-    status, u, y, mu, _ = gub_simplex(C, A, run, n.astype(float), key, GUB_PIVOTS * (f * (K + 1) + K),
-                                      GUB_TOL * max(top, 1e-300), STALL)
+    variables = f * (K + 1) + K
+    pivots = min(GUB_PIVOTS * variables, GUB_WORK // variables)
+    status, u, y, mu, _ = gub_simplex(C, A, run, n.astype(float), key, pivots, GUB_TOL * max(top, 1e-300), STALL)
     if status != OPTIMAL:
         return None
     tally["programs"] += 1

@@ -309,3 +309,14 @@ def test_a_cell_of_no_capacity_use_is_solved_by_highs_with_the_certificate():
     ours = solve(canon, "block")
     check_certificate(canon, ours)
     assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
+
+
+def test_a_level_reached_only_by_splitting_equal_blocks_is_fitted_over_their_classes():
+    # 300 equal jobs at level 2 need 2 GPUs each: 150 / 150 overfills 299.5, 151 / 149 overfills 300.5
+    m, K = 300, 2
+    canon = _user_level_program(np.ones((m, K)), np.ones((m, K)), np.ones((m, K)), np.array([300.5, 299.5]))
+    ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    assert ours.objective == pytest.approx(-2.0) and solve(canon, "highs").objective == pytest.approx(-2.0)
+    x = ours.value("x")
+    assert np.allclose(x, x[0])  # every member of the one class at its class's split
