@@ -187,3 +187,23 @@ def clearing_prices(c, g, e, h, run, n, y, sweeps, firm):
         for b in range(m):
             _top_two(score, b, top1, idx1, top2, idx2)
     return y
+
+
+@njit(cache=True)
+def best_choices(c, g, e, run, y):
+    """Each block's best choice under prices ``y``: the first type of the largest score
+    ``(c_bk - y_k g_bk) / e_bk`` over its runnable cells, or K (idling, score 0) where every
+    score is below 0 (data (K, m): types by blocks)."""
+    K, m = c.shape
+    best = np.full(m, K)
+    top = np.full(m, -np.inf)
+    for k in range(K):
+        for b in range(m):
+            if run[k, b]:
+                s = (c[k, b] - y[k] * g[k, b]) / e[k, b]
+                if s > top[b]:
+                    top[b], best[b] = s, k
+    for b in range(m):
+        if top[b] < 0.0:
+            best[b] = K
+    return best

@@ -244,3 +244,34 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit):
         if ext_b[i] >= 0 and ext_j[i] < K:
             u[ext_b[i], ext_j[i]] = max(v[i], 0.0)
     return status, u, y, mu, it
+
+
+@njit(cache=True)
+def fit_in_order(k, busy, need, value, n, tol):
+    """(f,): the ``busy`` blocks that keep their type ``k`` in a primal feasible start: on each
+    type, best ``value`` per unit of ``need`` first (the lower index among equals), as long as
+    their needs add up within ``n_k (1 + tol)``."""
+    f, K = k.size, n.size
+    fits = np.zeros(f, dtype=np.bool_)
+    count = np.zeros(K + 1, dtype=np.int64)
+    for b in range(f):
+        if busy[b]:
+            count[k[b] + 1] += 1
+    for j in range(K):
+        count[j + 1] += count[j]
+    members = np.empty(count[K], dtype=np.int64)
+    at = count[:K].copy()
+    for b in range(f):
+        if busy[b]:
+            members[at[k[b]]] = b
+            at[k[b]] += 1
+    for j in range(K):
+        group = members[count[j]:count[j + 1]]
+        order = np.argsort(-value[group], kind="mergesort")
+        used, cap = 0.0, n[j] * (1 + tol)
+        for i in order:
+            used += need[group[i]]
+            if used > cap:
+                break
+            fits[group[i]] = True
+    return fits

@@ -299,7 +299,7 @@ def _solve(part: _Part, rng: np.random.Generator, tally: dict, margin: float = M
     if m <= (BASE if part.a is not None else DIRECT_MAX):
         free = np.ones(m, dtype=bool)
         choice = (_level_choice(part)[2] if part.a is not None else
-                  _choices(part, _clearing(part, np.zeros(part.n.size), CLEARING_SWEEPS))[0])
+                  _start(part, _clearing(part, np.zeros(part.n.size), CLEARING_SWEEPS)))
         x, z, y, mu, lam = solve_reduced(part, free, np.zeros(part.n.size), part.n, np.inf, tally, choice)
         return x, z, y, mu, lam, 1, m
     size = max(BASE, m // SHRINK)
@@ -320,12 +320,23 @@ def _clearing(part: _Part, y: np.ndarray, sweeps: int) -> np.ndarray:
     others, on the capacity the firm ones leave."""
     from .clearing_kernels import clearing_prices  # numba, on the first sum-form program
 
-    def by_type(a):
-        return np.ascontiguousarray(a.T)
-
-    return clearing_prices(by_type(part.c), by_type(part.g), by_type(part.e), np.asarray(part.h, dtype=float),
-                           by_type(part.run), np.asarray(part.n, dtype=float), np.asarray(y, dtype=float), sweeps,
+    return clearing_prices(_by_type(part.c), _by_type(part.g), _by_type(part.e), np.asarray(part.h, dtype=float),
+                           _by_type(part.run), np.asarray(part.n, dtype=float), np.asarray(y, dtype=float), sweeps,
                            FIRM)
+
+
+def _by_type(a: np.ndarray) -> np.ndarray:
+    """(K, m) C-ordered: a column-major (m, K) array's transpose, no copy (the kernels' layout)."""
+    return np.ascontiguousarray(a.T)
+
+
+def _start(part: _Part, y: np.ndarray) -> np.ndarray:
+    """The sum form's best choices under prices ``y`` (:func:`_choices`' first answer, compiled:
+    :func:`~optim.clearing_kernels.best_choices`)."""
+    from .clearing_kernels import best_choices
+
+    return best_choices(_by_type(part.c), _by_type(part.g), _by_type(part.e), _by_type(part.run),
+                        np.asarray(y, dtype=float))
 
 
 def _choices(part: _Part, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -400,14 +411,14 @@ def _working_set(part: _Part, y: np.ndarray, z: float, tally: dict, margin_limit
             return (*_assemble(part, free, k1, x_f, z, y_new, mu_f, lam_f), rounds, largest)
         if missing is not None and missing.any():  # the free blocks' cells first: they move the prices
             cand |= missing
-            start = _choices(part, y_new)[0]
+            start = _start(part, y_new) if not level else _choices(part, y_new)[0]
             continue
         bad = _fewest(bad, margin, max(GROW_MIN, int(free.sum())))
         free |= bad
         if not level:
             cand |= missing | (_near(part, y_new, margin_limit) & bad[:, None])
             cand[np.flatnonzero(bad & (k1 < K)), k1[bad & (k1 < K)]] = True
-        start = _choices(part, y_new)[0]
+        start = _start(part, y_new) if not level else _choices(part, y_new)[0]
     raise NotSolved(f"price-directed: no certificate after {MAX_ROUNDS} rounds ({int(free.sum())} of {m} blocks "
                     f"in the working set)")
 

@@ -134,21 +134,14 @@ def _fitting(part: _Part, F: np.ndarray, pick: np.ndarray, run: np.ndarray, n: n
              ) -> np.ndarray:
     """(f,): the free blocks that take their ``pick`` cell (a cell they offer) in a primal
     feasible start: as long as the blocks picking a type, best value per unit of capacity first,
-    fit it (within ``tol``, relative); the others idle."""
+    fit it (within ``tol``, relative); the others idle (:func:`~optim.gub_kernels.fit_in_order`)."""
+    from .gub_kernels import fit_in_order  # numba, on the first sum-form reduced LP
+
     f, K = run.shape
-    rows_f = np.arange(f)
     k = np.minimum(pick, K - 1)
-    busy = (pick < K) & run[rows_f, k]
+    busy = (pick < K) & run[np.arange(f), k]
     need = part.g[F, k] * part.h[F] / part.e[F, k]
-    value = part.c[F, k] / np.maximum(need, 1e-300)
-    order = np.lexsort((-value, k))
-    used = np.where(busy[order], need[order], 0.0)
-    starts = np.searchsorted(k[order], np.arange(K))
-    before = np.concatenate([[0.0], np.cumsum(used)])[starts]  # capacity used by the types before each
-    running = np.cumsum(used) - np.repeat(before, np.diff(np.append(starts, f)))
-    fits = np.empty(f, dtype=bool)
-    fits[order] = running <= n[k[order]] * (1 + tol)
-    return busy & fits
+    return fit_in_order(k, busy, need, part.c[F, k] / np.maximum(need, 1e-300), np.asarray(n, dtype=float), tol)
 
 
 def _positions(f: int, K: int, bi: np.ndarray, kk: np.ndarray) -> np.ndarray:

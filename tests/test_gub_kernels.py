@@ -98,3 +98,38 @@ def test_clearing_prices_one_type_at_the_block_that_overfills_it():
     ones, run, h = np.ones_like(c), np.ones(c.shape, dtype=bool), np.ones(5)
     assert clearing_prices(c, ones, ones, h, run, np.array([2.5]), np.zeros(1), 1, 0.1)[0] == 3.0
     assert clearing_prices(c, ones, ones, h, run, np.array([9.0]), np.zeros(1), 1, 0.1)[0] == 0.0  # room for all
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_compiled_best_choices_are_the_array_ones(seed):
+    from optim import price_directed as pd
+
+    rng = np.random.default_rng(seed)
+    m, K = int(rng.integers(1, 500)), int(rng.integers(1, 8))
+    c = np.round(rng.uniform(0.0, 5.0, (m, K)))  # ties between types and with idling
+    g, e = rng.choice([1.0, 2.0], (m, K)), rng.choice([1.0, 2.0], (m, K))
+    run = rng.random((m, K)) < 0.8
+    part = pd._Part(pd.fortran(c), None, pd.fortran(g), pd.fortran(e), np.ones(m), np.ones(K), pd.fortran(run), -np.inf)
+    y = np.round(rng.uniform(0.0, 2.0, K))
+    assert np.array_equal(pd._start(part, y), pd._choices(part, y)[0])
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.integers(1, 4), st.integers(0, 6)), max_size=40),
+       st.lists(st.floats(0.0, 12.0), min_size=4, max_size=4))
+def test_a_start_keeps_each_types_best_blocks_while_they_fit(blocks, capacity):
+    from optim.gub_kernels import fit_in_order
+
+    k = np.array([b[0] for b in blocks], dtype=np.int64)
+    busy = np.array([b[1] for b in blocks], dtype=bool)
+    need, value = np.array([float(b[2]) for b in blocks]), np.array([float(b[3]) for b in blocks])
+    n = np.array(capacity)
+    expected = np.zeros(len(blocks), dtype=bool)
+    for j in range(4):
+        used = 0.0
+        for b in sorted(np.flatnonzero(busy & (k == j)), key=lambda b: (-value[b], b)):
+            used += need[b]
+            if used > n[j]:
+                break
+            expected[b] = True
+    assert np.array_equal(fit_in_order(k, busy, need, value, n, 0.0), expected)
