@@ -111,14 +111,28 @@ def _earlier(t, theta, index, leave_index, rate, pivot, bland):
 
 
 @njit(cache=True)
-def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit):
+def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit, link):
     """Solve the module's program from the feasible start ``key`` (f,; K: idle; changed in place),
-    Bland's rule after ``stall_limit`` degenerate pivots in a row.
+    Bland's rule after ``stall_limit`` degenerate pivots in a row. With a nonempty ``link`` (K,),
+    the linked program instead (:func:`optim.level_gub` states it): a column T of cost -1 and
+    entries ``-link_k`` in the capacity rows, no idling (every block's shares add up to 1; its
+    start ``key`` a cell each), T basic in place of the slack of the type its start fills most.
     Variables are numbered ``b (K + 1) + j`` (choice j of block b, K: idle), then ``f (K + 1) + k``
-    (capacity slack k). Returns ``(status, u (f, K), y (K), mu (f), iterations)``."""
+    (capacity slack k), then ``f (K + 1) + K`` (T). Returns ``(status, u (f, K), y (K), mu (f),
+    iterations, T)``."""
     f, K = C.shape
-    ext_b = np.full(K, -1)  # the extras: block (-1: capacity slack of type ext_j) and choice
+    linked = link.size > 0
+    ext_b = np.full(K, -1)  # the extras: block (-1: capacity slack of type ext_j, -2: T) and choice
     ext_j = np.arange(K)
+    if linked:
+        load = -n.copy()
+        for b in range(f):
+            load[key[b]] += A[b, key[b]]
+        tight = 0
+        for k in range(K):
+            if load[k] * link[tight] > load[tight] * link[k]:
+                tight = k
+        ext_b[tight] = -2
     W = np.zeros((K, K))
     piv = np.zeros(K, dtype=np.int64)
     r, y, v, rhs, col, alpha = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
@@ -128,6 +142,11 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit):
         W[:] = 0.0
         for i in range(K):
             b, j = ext_b[i], ext_j[i]
+            if b == -2:
+                for k in range(K):
+                    W[k, i] = -link[k]
+                r[i] = -1.0
+                continue
             if b < 0:
                 W[j, i], r[i] = 1.0, 0.0
                 continue
@@ -157,9 +176,9 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit):
             if ext_b[i] >= 0:
                 uk[ext_b[i]] -= v[i]
         bland = stall >= stall_limit
-        best, eb, ej = tol, -2, -1  # entering: block eb (-1: capacity slack ej) and choice ej
+        best, eb, ej = tol, -2, -1  # entering: block eb (-1: capacity slack ej, -3: T; -2: none) and choice ej
         for b in range(f):
-            for j in range(K + 1):
+            for j in range(K if linked else K + 1):
                 if j < K and not allowed[b, j]:
                     continue
                 d = (C[b, j] - y[j] * A[b, j] - mu[b]) if j < K else -mu[b]
@@ -175,11 +194,20 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit):
                     best, eb, ej = -y[k], -1, k
                     if bland:
                         break
+        if linked and (eb == -2 or not bland):
+            d = -1.0
+            for k in range(K):
+                d += y[k] * link[k]
+            if d > best:
+                best, eb, ej = d, -3, K
         if eb == -2:
             status = OPTIMAL
             break
         col[:] = 0.0
-        if eb < 0:
+        if eb == -3:  # T enters
+            for k in range(K):
+                col[k] = -link[k]
+        elif eb < 0:
             col[ej] = 1.0
         else:
             if ej < K:
@@ -196,7 +224,9 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit):
         for i in range(K):  # the extras
             if alpha[i] > eps:
                 t = max(v[i], 0.0) / alpha[i]
-                index = f * (K + 1) + ext_j[i] if ext_b[i] < 0 else ext_b[i] * (K + 1) + ext_j[i]
+                index = ext_b[i] * (K + 1) + ext_j[i]  # a cell; a capacity slack or T after every block's
+                if ext_b[i] < 0:
+                    index = f * (K + 1) + (K if ext_b[i] == -2 else ext_j[i])
                 if _earlier(t, theta, index, leave_index, alpha[i], pivot, bland):
                     theta, leave, leave_block, pivot, leave_index = t, i, -1, alpha[i], index
         for q in range(K + 1):  # the keys of the blocks that move: the extras' and the entering one's
@@ -222,6 +252,8 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit):
             status = UNBOUNDED
             break
         stall = stall + 1 if theta <= 1e-12 else 0
+        if eb == -3:
+            eb, ej = -2, 0
         if leave >= 0:
             ext_b[leave], ext_j[leave] = eb, ej
         else:
@@ -240,10 +272,13 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit):
     for b in range(f):
         if key[b] < K:
             u[b, key[b]] = max(uk[b], 0.0)
+    T = 0.0
     for i in range(K):
         if ext_b[i] >= 0 and ext_j[i] < K:
             u[ext_b[i], ext_j[i]] = max(v[i], 0.0)
-    return status, u, y, mu, it
+        elif ext_b[i] == -2:
+            T = v[i]
+    return status, u, y, mu, it, T
 
 
 @njit(cache=True)

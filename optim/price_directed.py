@@ -23,6 +23,11 @@ left out joins where its reduced cost under the reduced LP's duals is positive (
 block is freed: such cells move the prices back toward the estimate, where a reduced LP without
 them priced a type at 0 and made half the fixed blocks fail).
 
+**Binding capacities, level form.** Where no one-cell choice reaches the worst block's reach at
+most :data:`DIRECT_MAX` blocks (or classes) first go to the linked program of
+:mod:`optim.level_gub` (the level form without budgets, one GUB simplex over every block); its
+point is optimal where it keeps every budget, and otherwise the steps above run.
+
 **Exact finish and optimality.** The fixed blocks' duals follow from the reduced LP's prices in
 closed form (sum form: budget dual ``mu_b = s_b,k1``; level form: ``mu_b = 0``, level dual
 ``lambda_b = g_bk1 y_k1 / a_bk1``). If every fixed block's choice is still best under the new
@@ -50,6 +55,7 @@ import numpy as np
 
 from .assignment_lp import AssignmentLP
 from .level_balance import balance, fill
+from .level_gub import solve_linked
 from .reduced_lp import NotSolved, solve_reduced
 from .rowwise import argmax_rows, argmin_rows, fortran, take_rows
 from .sparse import distinct_rows
@@ -147,18 +153,25 @@ def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
                  lp.z_lo)
     tally = {"programs": 0}
     rng = np.random.default_rng(seed)
-    fits = part.a is not None and _level_choice(part)[3]
+    level = part.a is not None
+    fits = level and _level_choice(part)[3]
     merged = None if fits else _classes(part)
-    easy = _unpriced(part, rng, tally, merged) if part.a is not None else None
+    inner = part if merged is None else merged[0]
+    solved = None
+    if level and not fits and inner.g.shape[0] <= DIRECT_MAX:  # a capacity may bind: the linked program
+        found = solve_linked(inner, _level_choice(inner)[2], tally)
+        solved = None if found is None else (*found, 0, inner.g.shape[0])
+    easy = _unpriced(part, rng, tally, merged) if level and solved is None else None
     if easy is not None:
         x, z, y, mu, lam = easy
         rounds = largest = 0
         classes = None
     else:
-        merged = _classes(part) if fits else merged
-        inner = part if merged is None else merged[0]
+        if fits:
+            merged = _classes(part)
+            inner = part if merged is None else merged[0]
         classes = None if merged is None else inner.g.shape[0]
-        x, z, y, mu, lam, rounds, largest = _solve(inner, rng, tally)
+        x, z, y, mu, lam, rounds, largest = solved if solved is not None else _solve(inner, rng, tally)
         if merged is not None:  # each member takes its class's x; the class's duals are split evenly
             labels, sizes = merged[1], merged[2][merged[1]]
             x, mu = x[labels], mu[labels] / sizes

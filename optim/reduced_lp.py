@@ -123,7 +123,8 @@ def _gub(part: _Part, F: np.ndarray, run: np.ndarray, n: np.ndarray, choice: np.
     top = float(np.abs(C[run]).max(initial=0.0))
     variables = f * (K + 1) + K
     pivots = min(GUB_PIVOTS * variables, GUB_WORK // variables)
-    status, u, y, mu, _ = gub_simplex(C, A, run, n.astype(float), key, pivots, GUB_TOL * max(top, 1e-300), STALL)
+    status, u, y, mu, *_ = gub_simplex(C, A, run, n.astype(float), key, pivots, GUB_TOL * max(top, 1e-300), STALL,
+                                       np.zeros(0))
     if status != OPTIMAL:
         return None
     tally["programs"] += 1

@@ -15,6 +15,8 @@ from scipy.optimize import linprog
 from optim.clearing_kernels import _crossing, clearing_prices
 from optim.gub_kernels import OPTIMAL, gub_simplex
 
+NO_LINK = np.zeros(0)
+
 
 def highs_value(C, A, allowed, n) -> float:
     f, K = C.shape
@@ -49,7 +51,8 @@ def programs(draw):
 def test_the_gub_simplex_is_optimal_with_a_certificate(program):
     C, A, allowed, n, stall = program
     f, K = C.shape
-    status, u, y, mu, _ = gub_simplex(C, A, allowed, n, np.full(f, K), 10**6, 1e-11 * C.max(initial=1.0), stall)
+    status, u, y, mu, *_ = gub_simplex(C, A, allowed, n, np.full(f, K), 10**6, 1e-11 * C.max(initial=1.0), stall,
+                                       NO_LINK)
     assert status == OPTIMAL
     value, scale = float((C * u).sum()), max(1.0, float(np.abs(C).max()))
     assert value == pytest.approx(highs_value(C, A, allowed, n), rel=1e-9, abs=1e-9 * scale)
@@ -68,7 +71,7 @@ def test_a_feasible_start_is_kept_and_a_degenerate_program_ends():
     allowed, n = np.ones((f, K), dtype=bool), np.full(K, 60.0)
     pivots = []
     for key in (np.where(np.arange(f) < 60, 0, K), np.full(f, K)):
-        status, u, y, mu, done = gub_simplex(C, A, allowed, n, key, 10**5, 1e-11, 0)
+        status, u, y, mu, done, _ = gub_simplex(C, A, allowed, n, key, 10**5, 1e-11, 0, NO_LINK)
         assert status == OPTIMAL and (C * u).sum() == pytest.approx(3 * 60 + 2 * 60 + 60)
         assert (A * u).sum(axis=0) == pytest.approx(n) and n @ y + mu.sum() == pytest.approx((C * u).sum())
         pivots.append(done)
@@ -77,7 +80,7 @@ def test_a_feasible_start_is_kept_and_a_degenerate_program_ends():
 
 def test_the_iteration_limit_is_reported():
     C, A, allowed = np.ones((50, 2)), np.ones((50, 2)), np.ones((50, 2), dtype=bool)
-    status, *_ = gub_simplex(C, A, allowed, np.full(2, 10.0), np.full(50, 2), 3, 1e-11, 30)
+    status, *_ = gub_simplex(C, A, allowed, np.full(2, 10.0), np.full(50, 2), 3, 1e-11, 30, NO_LINK)
     assert status != OPTIMAL
 
 
@@ -133,3 +136,37 @@ def test_a_start_keeps_each_types_best_blocks_while_they_fit(blocks, capacity):
                 break
             expected[b] = True
     assert np.array_equal(fit_in_order(k, busy, need, value, n, 0.0), expected)
+
+
+def linked_value(p, allowed, n) -> float:
+    """min T s.t. sum_b p_bk w_bk <= n_k T, sum_k w_bk = 1, by HiGHS."""
+    f, K = p.shape
+    cells = np.flatnonzero(allowed.reshape(-1))
+    b, k = np.divmod(cells, K)
+    N = cells.size
+    A_ub = sp.csr_matrix((np.concatenate([p[b, k], -n]), (np.concatenate([k, np.arange(K)]),
+                                                          np.concatenate([np.arange(N), np.full(K, N)]))),
+                         shape=(K, N + 1))
+    A_eq = sp.csr_matrix((np.ones(N), (b, np.arange(N))), shape=(f, N + 1))
+    res = linprog(np.append(np.zeros(N), 1.0), A_ub=A_ub, b_ub=np.zeros(K), A_eq=A_eq, b_eq=np.ones(f), method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+@settings(max_examples=100)
+@given(st.integers(1, 80), st.integers(1, 8), st.integers(0, 2**32 - 1), st.booleans(), st.sampled_from([0, 30]))
+def test_the_linked_program_is_optimal_with_a_certificate(f, K, seed, ties, stall):
+    rng = np.random.default_rng(seed)
+    p = np.round(rng.uniform(0.2, 5.0, (f, K))) + 1.0 if ties else rng.uniform(0.2, 5.0, (f, K))
+    p[: f // 2] = p[0] if ties else p[: f // 2]
+    allowed = rng.random((f, K)) < 0.8
+    allowed[np.arange(f), rng.integers(0, K, f)] = True
+    n = rng.uniform(0.5, 10.0, K)
+    key = np.where(allowed, p / n, np.inf).argmin(axis=1)
+    status, w, y, mu, _, T = gub_simplex(np.zeros((f, K)), p, allowed, np.zeros(K), key, 10**6, 1e-12 * p.max(),
+                                         stall, n)
+    assert status == OPTIMAL and T == pytest.approx(linked_value(p, allowed, n), rel=1e-9)
+    assert np.allclose(w.sum(axis=1), 1.0) and (w[~allowed] == 0).all() and (w >= 0).all()
+    assert ((p * w).sum(axis=0) <= n * T * (1 + 1e-9)).all()
+    assert n @ y == pytest.approx(1.0) and -mu.sum() == pytest.approx(T)  # the dual: n y = 1, bound T
+    assert (y >= -1e-12).all() and (np.where(allowed, -p * y - mu[:, None], -np.inf) <= 1e-9).all()

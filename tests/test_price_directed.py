@@ -320,3 +320,26 @@ def test_a_level_reached_only_by_splitting_equal_blocks_is_fitted_over_their_cla
     assert ours.objective == pytest.approx(-2.0) and solve(canon, "highs").objective == pytest.approx(-2.0)
     x = ours.value("x")
     assert np.allclose(x, x[0])  # every member of the one class at its class's split
+
+
+@pytest.mark.parametrize("share", [0.05, 0.2])
+def test_a_level_program_whose_capacities_bind_is_solved_as_the_linked_program(share):
+    rng = np.random.default_rng(11)
+    m, K = 300, 4
+    problem = AllocationProblem(worker_types=tuple("abcd"), capacities=np.full(K, share * m / K), job_ids=np.arange(m),
+                                job_types=tuple(f"j{i}" for i in range(m)), scale_factors=np.ones(m, dtype=int),
+                                weights=rng.choice([1.0, 2.0, 4.0], m), throughputs=rng.uniform(1.0, 30.0, (m, K)),
+                                remaining_steps=rng.uniform(1e3, 1e6, m))
+    canon = max_min_fairness.build(problem, "perf").canonical()
+    calls = []
+    linked = pd.solve_linked
+
+    def counted(*args):
+        calls.append(linked(*args))
+        return calls[-1]
+
+    with mock.patch.object(pd, "solve_linked", counted):
+        ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    assert calls and calls[0] is not None and "0 round(s)" in ours.message
+    assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
