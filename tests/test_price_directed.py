@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formulations import AllocationProblem, max_min_fairness, max_sum_throughput, min_total_duration
-from optim import Model, Status, solve
+from optim import Model, Status, level_gub, solve
 from optim import price_directed as pd
 from optim.assignment_lp import assignment_structure
 from optim.level_balance import fill
@@ -322,8 +322,9 @@ def test_a_level_reached_only_by_splitting_equal_blocks_is_fitted_over_their_cla
     assert np.allclose(x, x[0])  # every member of the one class at its class's split
 
 
+@pytest.mark.parametrize("sample_min", [512, 16], ids=["direct", "from-a-sample"])
 @pytest.mark.parametrize("share", [0.05, 0.2])
-def test_a_level_program_whose_capacities_bind_is_solved_as_the_linked_program(share):
+def test_a_level_program_whose_capacities_bind_is_solved_as_the_linked_program(share, sample_min):
     rng = np.random.default_rng(11)
     m, K = 300, 4
     problem = AllocationProblem(worker_types=tuple("abcd"), capacities=np.full(K, share * m / K), job_ids=np.arange(m),
@@ -338,7 +339,7 @@ def test_a_level_program_whose_capacities_bind_is_solved_as_the_linked_program(s
         calls.append(linked(*args))
         return calls[-1]
 
-    with mock.patch.object(pd, "solve_linked", counted):
+    with mock.patch.object(pd, "solve_linked", counted), mock.patch.object(level_gub, "SAMPLE_MIN", sample_min):
         ours = solve(canon, "block")
     check_certificate(canon, ours)
     assert calls and calls[0] is not None and "0 round(s)" in ours.message
