@@ -38,30 +38,32 @@ SHRINK = 8
 
 
 def solve_linked(part: _Part, start: np.ndarray, tally: dict):
-    """``(x, z, y, mu, lam)`` of the level form ``part``, or None where a type has no capacity, a
-    block runs nowhere, the simplex ends without an optimum, a budget is exceeded at its point or z
-    is below its lower bound. The simplex starts from each block's cheapest type under the prices
+    """``((x, z, y, mu, lam) or None, prices)``: the level form ``part`` solved, or None where a
+    type has no capacity, a block runs nowhere, the simplex ends without an optimum, a budget is
+    exceeded at its point or z is below its lower bound; ``prices``: ``(y, z)`` of the program
+    without budgets where it was solved (an estimate for the working set), else None. The simplex
+    starts from each block's cheapest type under the prices
     of the same program over a sample of the blocks (:func:`_linked`), from ``start`` (a type each
     block runs on, else its cheapest ``p_bk / n_k``) where the program is small."""
     m, K = part.g.shape
     run = part.run
     if not (part.n > 0).all() or not run.any(axis=1).all():
-        return None
+        return None, None
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(run, part.g / part.a, 0.0)
     rows = np.arange(m)
     key = np.where(run[rows, start], start, argmin_rows(np.where(run, p / part.n, np.inf)))
     solved = _linked(p, run, np.asarray(part.n, dtype=float), key, np.random.default_rng(0))
     if solved is None:
-        return None
+        return None, None
     w, y_t, mu_t, T = solved
     tally["programs"] += 1
-    z = 1.0 / T
+    z, y = 1.0 / T, np.maximum(y_t, 0.0) / T
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.where(run, w * z / part.a, 0.0)
     if ((part.e * x).sum(axis=1) > part.h * (1 + BUDGET_TOL)).any() or z < part.z_lo:
-        return None
-    return x, z, np.maximum(y_t, 0.0) / T, np.zeros(m), np.maximum(-mu_t, 0.0) / T
+        return None, (y, z)
+    return (x, z, y, np.zeros(m), np.maximum(-mu_t, 0.0) / T), (y, z)
 
 
 def _linked(p: np.ndarray, run: np.ndarray, n: np.ndarray, key: np.ndarray, rng: np.random.Generator):

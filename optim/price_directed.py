@@ -26,7 +26,8 @@ them priced a type at 0 and made half the fixed blocks fail).
 **Binding capacities, level form.** Where no one-cell choice reaches the worst block's reach at
 most :data:`DIRECT_MAX` blocks (or classes) first go to the linked program of
 :mod:`optim.level_gub` (the level form without budgets, one GUB simplex over every block); its
-point is optimal where it keeps every budget, and otherwise the steps above run.
+point is optimal where it keeps every budget; otherwise, its level being below the worst block's
+reach (a capacity binds), the working set runs from its prices and level, else the steps above.
 
 **Exact finish and optimality.** The fixed blocks' duals follow from the reduced LP's prices in
 closed form (sum form: budget dual ``mu_b = s_b,k1``; level form: ``mu_b = 0``, level dual
@@ -157,11 +158,14 @@ def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
     fits = level and _level_choice(part)[3]
     merged = None if fits else _classes(part)
     inner = part if merged is None else merged[0]
-    solved = None
+    solved = prices = None
     if level and not fits and inner.g.shape[0] <= DIRECT_MAX:  # a capacity may bind: the linked program
-        found = solve_linked(inner, _level_choice(inner)[2], tally)
+        found, prices = solve_linked(inner, _level_choice(inner)[2], tally)
         solved = None if found is None else (*found, 0, inner.g.shape[0])
-    easy = _unpriced(part, rng, tally, merged) if level and solved is None else None
+    binds = prices is not None and prices[1] < _level_choice(inner)[0]  # z* <= the linked level < Z
+    if solved is None and binds:  # so no unpriced point: a working set from the linked prices
+        solved = _from_prices(inner, *prices, tally)
+    easy = _unpriced(part, rng, tally, merged) if level and solved is None and not binds else None
     if easy is not None:
         x, z, y, mu, lam = easy
         rounds = largest = 0
@@ -182,6 +186,15 @@ def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
     if lam is not None and np.isfinite(part.z_lo):  # z at its lower bound: its reduced cost 1 - sum(lam)
         bound += part.z_lo * (1.0 - float(lam.sum()))
     return AssignmentSolution(x, z, y, mu, lam, bound, rounds, tally["programs"], largest, classes)
+
+
+def _from_prices(part: _Part, y: np.ndarray, z: float, tally: dict):
+    """The working set from the linked program's prices and level (blocks a budget limits near
+    that level are free), or None where it ends without a certificate."""
+    try:
+        return _working_set(part, y, z, tally)
+    except NotSolved:
+        return None
 
 
 def _classes(part: _Part) -> tuple[_Part, np.ndarray, np.ndarray] | None:
