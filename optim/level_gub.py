@@ -27,13 +27,16 @@ if TYPE_CHECKING:
 #: optimality tolerance on the linked program's reduced costs, relative to their scale ``max p / sum n``
 TOL = 1e-11
 #: pivots, at most PIVOTS per variable and WORK cells priced in all (about 0.1 s; then the caller's
-#: method: 1,024 distinct jobs x 10 types on 0.2 GPUs a job take 1,315 pivots, 20 ms)
+#: method)
 PIVOTS = 50
 WORK = 10**8
 #: relative slack allowed on a budget at the point found
 BUDGET_TOL = 1e-9
-#: programs of more than SAMPLE_MIN blocks start from a SHRINK-th sample's prices
-SAMPLE_MIN = 512
+#: programs of more than SAMPLE_MIN blocks start from the prices of a sample of a SHRINK-th of them,
+#: at least SAMPLE_SIZE (or half) blocks: 1,024 jobs x 10 types on 0.2 GPUs a job take 173 pivots
+#: after a sample of 256, 715 after one of 128
+SAMPLE_MIN = 128
+SAMPLE_SIZE = 256
 SHRINK = 8
 
 
@@ -69,14 +72,14 @@ def solve_linked(part: _Part, start: np.ndarray, tally: dict):
 def _linked(p: np.ndarray, run: np.ndarray, n: np.ndarray, key: np.ndarray, rng: np.random.Generator):
     """``(w, y', mu', T)`` of the linked program over blocks ``p`` / ``run`` from ``key``, or None;
     above :data:`SAMPLE_MIN` blocks the start is each block's cheapest ``p_bk y_k`` under the prices
-    ``y`` of the program over a random :data:`SHRINK`-th of the blocks with the capacities scaled
-    to it (1,024 distinct jobs x 10 types on 0.2 GPUs a job: 1,315 pivots from the balanced
-    choices, 173 from the sample's prices)."""
+    ``y`` of the program over a random sample of the blocks with the capacities scaled to it
+    (1,024 distinct jobs x 10 types on 0.2 GPUs a job: 1,315 pivots from the balanced choices, 173
+    from the sample's prices)."""
     from .gub_kernels import OPTIMAL, STALL, gub_simplex  # numba
 
     m, K = p.shape
     if m > SAMPLE_MIN:
-        size = max(SAMPLE_MIN // 2, m // SHRINK)
+        size = max(min(m // 2, SAMPLE_SIZE), m // SHRINK)
         sample = np.sort(rng.choice(m, size, replace=False))
         priced = _linked(p[sample], run[sample], n * (size / m), key[sample], rng)
         if priced is not None:
