@@ -40,6 +40,9 @@ this project). Two parts:
   children's user + system time. Both code bases are byte-compiled first, and the runs write
   bytecode whatever ``PYTHONDONTWRITEBYTECODE`` says: a user's runs do not compile their sources.
 
+``--shapes`` also runs Gavel and ours side by side on distinct jobs of 3, 6 and 10 worker types at
+0.2, 0.75 and 2 GPUs per job (:func:`shape_rows`, ``..._shapes.csv``).
+
 ``--large JOBS TYPES`` (repeatable) also times ours alone on JOBS jobs of TYPES worker types (rates
 from the table's three, scaled per type; no published run): jobs of a few equal types with HiGHS
 (which solves them merged) and the default solver, and distinct jobs with the default solver.
@@ -270,6 +273,35 @@ def large_rows(table, sizes: list[tuple[int, int]], repeat: int) -> list[dict]:
     return rows
 
 
+#: ``--shapes``: worker types and GPUs per job (the capacity of each type: round(share m / K), at least 8)
+SHAPE_TYPES = (3, 6, 10)
+SHAPE_SHARES = (0.2, 0.75, 2.0)
+
+
+def shape_rows(args, table) -> list[dict]:
+    """Gavel and ours (``auto``) side by side on distinct jobs (:func:`wide_instance`, seed m + K)
+    of every size in ``--jobs`` on 3, 6 and 10 types at 0.2 (heavily oversubscribed), 0.75 and 2
+    GPUs per job: the instances the policy rows do not draw. Medians of ``--repeat`` calls each
+    (ours after an untimed one)."""
+    classes = gavel_classes(args.gavel)
+    rows = []
+    for policy, jobs, types, share in itertools.product(args.policies, args.jobs, SHAPE_TYPES, SHAPE_SHARES):
+        base = wide_instance(table, jobs, types, seed=jobs + types, kind="distinct")
+        problem = AllocationProblem(**{**base.__dict__, "capacities": np.full(types, max(8.0, round(share * jobs
+                                                                                                     / types)))})
+        ours_call(policy, "auto", problem)
+        ours = [ours_call(policy, "auto", problem) for _ in range(args.repeat)]
+        published = [gavel_call(policy, classes[policy], problem) for _ in range(args.repeat)]
+        ours_s, published_s = statistics.median(t for t, _ in ours), statistics.median(t for t, _ in published)
+        value, reference = score(policy, problem, ours[-1][1]), score(policy, problem, published[-1][1])
+        row = {"policy": policy, "jobs": jobs, "types": types, "gpus_per_job": share,
+               "published_s": round(published_s, 6), "auto_s": round(ours_s, 6),
+               "speedup": round(published_s / ours_s, 2), "rel_diff": f"{value / reference - 1:+.2e}"}
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -350,6 +382,9 @@ def main() -> None:
     parser.add_argument("--gavel-python", default=sys.executable)
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--skip-policies", action="store_true", help="no policy rows (--large and --replays only)")
+    parser.add_argument("--shapes", action="store_true",
+                        help="also distinct jobs on 3, 6 and 10 types at 0.2, 0.75 and 2 GPUs per job, for --policies "
+                             "and --jobs (versus_published_shapes.csv)")
     args = parser.parse_args()
     if not (args.gavel / "scheduler" / "policies").is_dir():
         parser.error(f"--gavel {args.gavel}: not a Gavel checkout (no scheduler/policies)")
@@ -357,6 +392,8 @@ def main() -> None:
     table = read_gavel_json(args.data / "gavel" / "simulation_throughputs.json")
     if not args.skip_policies:
         policy_rows(args, table)
+    if args.shapes:
+        write_rows(shape_rows(args, table), RESULTS / "versus_published_shapes.csv")
     if args.large:
         write_rows(large_rows(table, args.large, args.repeat), RESULTS / "versus_published_large.csv")
     if args.replays:
