@@ -257,8 +257,10 @@ def _unpriced(part: _Part, rng: np.random.Generator, tally: dict, merged: tuple 
 def _fit(part: _Part, Z: float, rng: np.random.Generator, tally: dict) -> np.ndarray | None:
     """Every block at level exactly Z within the capacities and its budget, or None where this
     finds none: the level form over the cells that reach Z alone, with budgets that never bind
-    (``K max_k e_bk n_k / g_bk``, at least twice the block's), solved by :func:`_solve` (its
-    capacities bind, so its prices say where the blocks fit); where its level z' >= Z, each
+    (``K max_k e_bk n_k / g_bk``, at least twice the block's), solved as the linked program
+    (:mod:`optim.level_gub`) up to :data:`DIRECT_MAX` blocks, else (or where that finds no point)
+    by :func:`_solve` (its capacities bind, so its prices say where the blocks fit); where its
+    level z' >= Z, each
     block's x scaled to level Z. A mix of cells that each reach Z alone, at level Z, keeps the
     block's budget. (A sample of the blocks reaches a higher worst level than all of them, and
     prices every type 0 there: the working set from those prices froze most blocks on the types
@@ -270,8 +272,9 @@ def _fit(part: _Part, Z: float, rng: np.random.Generator, tally: dict) -> np.nda
         return None
     h = np.maximum(2.0 * part.h, part.g.shape[1] * whole.max(axis=1))
     aux = _Part(None, part.a, part.g, part.e, h, part.n, fortran(allowed), -np.inf)
+    found = solve_linked(aux, _level_choice(part)[2], tally)[0] if aux.g.shape[0] <= DIRECT_MAX else None
     try:
-        x, z, *_ = _solve(aux, rng, tally)
+        x, z, *_ = found if found is not None else _solve(aux, rng, tally)
     except NotSolved:
         return None
     if z < Z:
