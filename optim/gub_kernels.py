@@ -1,4 +1,5 @@
-"""A primal simplex with generalized upper bounds for the sum form's reduced LP, compiled.
+"""A primal simplex with generalized upper bounds for the sum form's reduced LP, compiled (and,
+in its linked mode, for the level form without budgets: :mod:`optim.level_gub`).
 
 In the budget shares ``u_bk = e_bk x_bk / h_b`` the program is
 
@@ -17,8 +18,8 @@ e_k`` for the block's key cell k (no second term when the key idles); a capacity
   slack. None above ``tol``: optimal, and ``(u; y, mu)`` is a primal-dual pair with equal
   objectives (dual feasibility is the reduced costs' sign, complementarity holds on the basis);
 - entering: the largest reduced cost (Dantzig); after ``stall`` (:data:`STALL`) pivots in a row
-  that do not move, the lowest-numbered variable of positive reduced cost and the lowest-numbered leaving
-  variable among ties (Bland's rule: no cycling);
+  that do not move, the lowest-numbered variable of positive reduced cost and the lowest-numbered
+  leaving variable among ties (Bland's rule: no cycling);
 - ratio test: ``W alpha = column``; the extras fall at rates ``alpha``, the key of a block at
   rate ``[entering block] - sum of its extras' alpha``; the first to reach 0 leaves. A leaving
   key hands its place to one of its block's extras (whose slot the entering variable takes), or,
@@ -26,7 +27,9 @@ e_k`` for the block's key cell k (no second term when the key idles); a capacity
 
 Values and prices are computed from the basis each iteration (W by Gaussian elimination with
 partial pivoting: K is small), so no error accumulates. The start must be primal feasible: the
-keys given, every extra a capacity slack (the keys' usage within the capacities).
+keys given, every extra a capacity slack (the keys' usage within the capacities). The linked
+mode adds one column T (cost -1, entries ``-link_k`` in the capacity rows) that may be an extra,
+and no block idles: :func:`gub_simplex`. :func:`fit_in_order` makes the sum form's start.
 """
 
 from __future__ import annotations
