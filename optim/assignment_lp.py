@@ -394,6 +394,19 @@ def _level_map(cells, model: CanonicalModel, z: int, indices, indptr, level_entr
     return position[lv_cols], lv_blocks, lv_pos, level_rows, blocks
 
 
+def _on_columns(lp: AssignmentLP, cells: np.ndarray, num_vars: int) -> np.ndarray:
+    """``num_vars`` model values with each cell's (m, K) value at its column (0 elsewhere): one
+    copy where the cells are the leading columns in order, a scatter otherwise."""
+    out = np.zeros(num_vars)
+    m, K = lp.shape
+    if lp.col.size <= num_vars and (lp.col.reshape(-1) == np.arange(m * K)).all():
+        out[:m * K] = cells.reshape(-1)
+    else:
+        on = lp.col >= 0
+        out[lp.col[on]] = cells[on]
+    return out
+
+
 def transposed_times(lp: AssignmentLP, model: CanonicalModel, duals: np.ndarray) -> np.ndarray:
     """``A^T duals`` over the model's columns from the internal form (the model's entries are
     ``g flip``, ``e flip`` and ``-a scale flip`` in a cell's capacity, budget and level rows): (m, K)
@@ -403,13 +416,7 @@ def transposed_times(lp: AssignmentLP, model: CanonicalModel, duals: np.ndarray)
     cells = lp.g * d[lp.cap_rows] + lp.e * d[lp.budget_rows][:, None]
     if lp.level:
         cells -= lp.a * (lp.level_scale * d[lp.level_rows])[:, None]
-    out = np.zeros(model.num_vars)
-    m, K = lp.shape
-    if lp.col.size == model.num_vars - lp.level and (lp.col.reshape(-1) == np.arange(m * K)).all():
-        out[:m * K] = cells.reshape(-1)
-    else:
-        on = lp.col >= 0
-        out[lp.col[on]] = cells[on]
+    out = _on_columns(lp, cells, model.num_vars)
     if lp.level:
         z, indptr = lp.z_col, model.A.indptr
         span = slice(indptr[z], indptr[z + 1])
@@ -423,10 +430,7 @@ def to_result(lp: AssignmentLP, model: CanonicalModel, x: np.ndarray, z: float, 
     internal solution ``x`` (m, K), level ``z`` and internal duals ``y`` (capacity), ``mu``
     (budget), ``lam`` (level rows), those of the level form per unit of z (scaled here by the
     level column's cost)."""
-    values = np.zeros(model.num_vars)
-    x = np.ascontiguousarray(x)  # the price-directed method's x is column-major (25 ms at 1,000,000 x 10)
-    cells = lp.col >= 0
-    values[lp.col[cells]] = x[cells]
+    values = _on_columns(lp, np.ascontiguousarray(x), model.num_vars)  # x column-major: 25 ms at 1,000,000 x 10
     internal = np.zeros(model.row_lo.size)
     internal[lp.cap_rows], internal[lp.budget_rows] = y, mu
     if lp.level:

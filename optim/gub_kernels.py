@@ -39,6 +39,7 @@ from numba import njit
 
 #: statuses of :func:`gub_simplex`
 OPTIMAL, ITERATION_LIMIT, UNBOUNDED, SINGULAR = range(4)
+STATUS = ("optimal", "at its pivot limit", "unbounded", "with a singular working basis")
 #: degenerate pivots in a row after which Bland's rule chooses
 STALL = 30
 

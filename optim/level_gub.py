@@ -58,6 +58,8 @@ def solve_linked(part: _Part, start: np.ndarray, tally: dict):
     key = np.where(run[rows, start], start, argmin_rows(np.where(run, p / part.n, np.inf)))
     solved = _linked(p, run, np.asarray(part.n, dtype=float), key, np.random.default_rng(0))
     if solved is None:
+        tally["notes"].append(f"the linked program over {m} blocks ended without an optimum; the working set "
+                              "solved the level form")
         return None, None
     w, y_t, mu_t, T = solved
     tally["programs"] += 1

@@ -50,7 +50,7 @@ objective) and the dual bound are unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -145,6 +145,8 @@ class AssignmentSolution:
     programs: int
     largest: int
     classes: int | None = None  # the classes of equal blocks solved over, where merged
+    #: where a step gave way to another (the GUB simplex to HiGHS, a working set to a sample's)
+    notes: list[str] = field(default_factory=list)
 
 
 def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
@@ -152,7 +154,7 @@ def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
     the reduced LP has no optimum (infeasible, unbounded) or the rounds run out."""
     part = _Part(fortran(lp.c), fortran(lp.a), fortran(lp.g), fortran(lp.e), lp.h, lp.n, fortran(lp.run & _useful(lp)),
                  lp.z_lo)
-    tally = {"programs": 0}
+    tally = {"programs": 0, "notes": []}
     rng = np.random.default_rng(seed)
     level = part.a is not None
     fits = level and _level_choice(part)[3]
@@ -185,7 +187,8 @@ def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
     bound = float(part.n @ y + part.h @ mu)
     if lam is not None and np.isfinite(part.z_lo):  # z at its lower bound: its reduced cost 1 - sum(lam)
         bound += part.z_lo * (1.0 - float(lam.sum()))
-    return AssignmentSolution(x, z, y, mu, lam, bound, rounds, tally["programs"], largest, classes)
+    return AssignmentSolution(x, z, y, mu, lam, bound, rounds, tally["programs"], largest, classes,
+                              list(dict.fromkeys(tally["notes"])))
 
 
 def _from_prices(part: _Part, y: np.ndarray, z: float, tally: dict):
@@ -193,7 +196,8 @@ def _from_prices(part: _Part, y: np.ndarray, z: float, tally: dict):
     that level are free), or None where it ends without a certificate."""
     try:
         return _working_set(part, y, z, tally)
-    except NotSolved:
+    except NotSolved as exc:
+        tally["notes"].append(f"{exc}, from the linked program's prices; solved from a sample's instead")
         return None
 
 

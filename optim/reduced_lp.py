@@ -112,8 +112,9 @@ def _gub(part: _Part, F: np.ndarray, run: np.ndarray, n: np.ndarray, choice: np.
     cell uses no capacity or budget, or the simplex ends without an optimum (HiGHS takes it)."""
     g, e, h = part.g[F], part.e[F], part.h[F]
     if not ((g > 0) | ~run).all() or not ((e > 0) | ~run).all() or not (h > 0).all():
+        tally["notes"].append("a cell of no capacity or budget use: HiGHS solved the reduced LP, not the GUB simplex")
         return None
-    from .gub_kernels import OPTIMAL, STALL, gub_simplex  # numba, on the first sum-form reduced LP
+    from .gub_kernels import OPTIMAL, STALL, STATUS, gub_simplex  # numba, on the first sum-form reduced LP
 
     f, K = run.shape
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -126,6 +127,7 @@ def _gub(part: _Part, F: np.ndarray, run: np.ndarray, n: np.ndarray, choice: np.
     status, u, y, mu, *_ = gub_simplex(C, A, run, n.astype(float), key, pivots, GUB_TOL * max(top, 1e-300), STALL,
                                        np.zeros(0))
     if status != OPTIMAL:
+        tally["notes"].append(f"the GUB simplex ended {STATUS[status]} over {f} blocks; HiGHS solved that reduced LP")
         return None
     tally["programs"] += 1
     return u * per, 0.0, np.maximum(y, 0.0), np.maximum(mu, 0.0) / h, None

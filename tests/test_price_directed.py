@@ -308,6 +308,7 @@ def test_a_cell_of_no_capacity_use_is_solved_by_highs_with_the_certificate():
     canon = replace(canon, A=canon.A._replace(data=data))
     ours = solve(canon, "block")
     check_certificate(canon, ours)
+    assert any("HiGHS solved the reduced LP, not the GUB simplex" in note for note in ours.notes)
     assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
 
 
@@ -343,4 +344,15 @@ def test_a_level_program_whose_capacities_bind_is_solved_as_the_linked_program(s
         ours = solve(canon, "block")
     check_certificate(canon, ours)
     assert calls and calls[0] is not None and "0 round(s)" in ours.message
+    assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
+
+
+def test_a_gub_simplex_at_its_pivot_limit_hands_the_reduced_lp_to_highs_and_says_so():
+    from optim import reduced_lp
+
+    canon = max_sum_throughput.build(_priced(600), "perf").canonical()
+    with mock.patch.object(reduced_lp, "GUB_WORK", 1):  # no pivot allowed
+        ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    assert any("GUB simplex ended at its pivot limit" in note for note in ours.notes)
     assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)

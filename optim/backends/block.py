@@ -101,7 +101,7 @@ class BlockBackend(Backend):
         how = (f"{sol.rounds} round(s), {sol.programs} reduced LP(s), working set up to {sol.largest}, over {over}"
                if sol.programs else f"no capacity binds, over {over}")
         result = Result(Status.OPTIMAL, self.spec, message=f"price-directed: {how}", timings=timings,
-                        solver_version=VERSION, iterations=sol.rounds, blocks=model.blocks)
+                        solver_version=VERSION, iterations=sol.rounds, blocks=model.blocks, notes=list(sol.notes))
         result.x, result.row_duals = to_result(shape, model, sol.x, sol.z, sol.y, sol.mu, sol.lam)
         result.objective = model.objective_value(result.x)
         result.bound = shape.sign * shape.level_cost * sol.bound + model.offset
