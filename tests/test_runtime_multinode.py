@@ -3,6 +3,7 @@ untyped ``slot`` resources, the single-node way) and three worker nodes started 
 raylets on this machine (``ray.cluster_utils.Cluster``), one advertising 2 ``v100`` slots and two
 advertising 1 ``p100`` slot each."""
 
+import contextlib
 import io
 import json
 import logging
@@ -221,8 +222,9 @@ def test_cli_runs_on_the_cluster_with_the_expected_wall_time_a_progress_bar_and_
 
 
 class Rejoining(RayExecutor):
-    """A run whose round 2 loses a p100 node (its raylet SIGKILLed, by pid, once its lease there
-    trains: its worker's pid marker is written) and whose round 3 finds a new p100 node started
+    """A run whose round 2 loses a p100 node (its raylet and its lease's worker SIGKILLed, by pid,
+    once that lease trains: its worker's pid marker is written; a worker left alive could finish
+    its lease before it sees its raylet gone) and whose round 3 finds a new p100 node started
     (from this thread, as Ray wants; the jobs may all be done by round 4)."""
 
     def __init__(self, cluster, *args, **kwargs):
@@ -252,8 +254,11 @@ class Rejoining(RayExecutor):
             time.sleep(0.005)
         else:
             return
+        worker = int(self.marker(running[0]).read_text())
         node = next(n for n in self.cluster.worker_nodes if n.node_id == self.on_p100[running[0]])
         os.kill(node.all_processes["raylet"][0].process.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # a machine's loss takes its workers with it
+            os.kill(worker, signal.SIGKILL)
         self.lost.append(node.node_id)
         self.cluster.remove_node(node, allow_graceful=False)
 
