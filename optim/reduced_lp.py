@@ -33,6 +33,8 @@ FIT_TOL = 1e-9
 GUB_TOL = 1e-11
 GUB_PIVOTS = 50
 GUB_WORK = 10**9
+#: the level simplex's optimality tolerance (:mod:`optim.level_simplex`), relative to the largest a_bk
+LEVEL_TOL = 1e-11
 
 
 class NotSolved(RuntimeError):
@@ -55,10 +57,10 @@ def solve_reduced(part: _Part, free: np.ndarray, G: np.ndarray | None, n: np.nda
     if f == 0:
         return nothing_free(part, G, n, z_max)
     run = part.run[F] if cand is None else part.run[F] & cand[F]
-    if part.a is None:
-        solved = _gub(part, F, run, n, choice, tally)
-        if solved is not None:
-            return solved
+    solved = (_gub(part, F, run, n, choice, tally) if part.a is None else
+              _level(part, F, run, G, n, z_max, choice, tally))
+    if solved is not None:
+        return solved
     cells = np.flatnonzero(run.reshape(-1))
     bi, kk = np.divmod(cells, K)
     level = part.a is not None
@@ -131,6 +133,38 @@ def _gub(part: _Part, F: np.ndarray, run: np.ndarray, n: np.ndarray, choice: np.
         return None
     tally["programs"] += 1
     return u * per, 0.0, np.maximum(y, 0.0), np.maximum(mu, 0.0) / h, None
+
+
+def _level(part: _Part, F: np.ndarray, run: np.ndarray, G: np.ndarray, n: np.ndarray, z_max: float,
+           choice: np.ndarray | None, tally: dict):
+    """The level form's reduced LP by the compiled simplex of :mod:`optim.level_simplex`, from the
+    basis :func:`_crash` gives HiGHS (:func:`~optim.level_simplex.crash_start`); None where a block
+    offers no cell, z's lower bound is out of that start's reach, or the simplex ends without an
+    optimum (HiGHS takes it)."""
+    from .gub_kernels import STALL, STATUS
+    from .level_simplex import OPTIMAL, crash_start, level_simplex  # numba, on the first level-form reduced LP
+
+    f, K = run.shape
+    a, e, g, h = part.a[F], part.e[F], part.g[F], part.h[F]
+    basis = crash_start(a, e, g, h, run, n, G, part.z_lo, z_max, None if choice is None else choice[F])
+    if basis is None:
+        tally["notes"].append("a block that runs nowhere, or a level bound out of the start's reach: HiGHS solved "
+                              "the reduced LP, not the level simplex")
+        return None
+    variables = f * (K + 2) + K + 1
+    pivots = min(GUB_PIVOTS * variables, GUB_WORK // variables)
+    scale = float(np.abs(a[run]).max(initial=1.0))
+    c_order = np.ascontiguousarray
+    status, x, z, y, mu, lam, _ = level_simplex(c_order(a), c_order(e), c_order(g), np.asarray(h, dtype=float),
+                                                c_order(run), np.asarray(n, dtype=float), np.asarray(G, dtype=float),
+                                                float(part.z_lo), float(z_max), *basis, pivots, LEVEL_TOL * scale,
+                                                STALL)
+    if status != OPTIMAL:
+        tally["notes"].append(f"the level simplex ended {STATUS[status]} over {f} blocks; HiGHS solved that "
+                              "reduced LP")
+        return None
+    tally["programs"] += 1
+    return x, float(z), np.maximum(y, 0.0), np.maximum(mu, 0.0), np.maximum(lam, 0.0)
 
 
 def _fitting(part: _Part, F: np.ndarray, pick: np.ndarray, run: np.ndarray, n: np.ndarray, tol: float = 0.0
