@@ -17,7 +17,9 @@ e_k`` for the block's key cell k (no second term when the key idles); a capacity
 - reduced costs: ``C_bj - y_j A_bj - mu_b`` for a cell, ``-mu_b`` idle, ``-y_k`` for a capacity
   slack. None above ``tol``: optimal, and ``(u; y, mu)`` is a primal-dual pair with equal
   objectives (dual feasibility is the reduced costs' sign, complementarity holds on the basis);
-- entering: the largest reduced cost (Dantzig); after ``stall`` (:data:`STALL`) pivots in a row
+- entering: the largest reduced cost (Dantzig) among the blocks priced (partial pricing: at least
+  a :data:`WINDOW_SHARE`-th of them, from where the last iteration stopped, all of them before
+  optimality is declared); after ``stall`` (:data:`STALL`) pivots in a row
   that do not move, the lowest-numbered variable of positive reduced cost and the lowest-numbered
   leaving variable among ties (Bland's rule: no cycling);
 - ratio test: ``W alpha = column``; the extras fall at rates ``alpha``, the key of a block at
@@ -42,6 +44,10 @@ OPTIMAL, ITERATION_LIMIT, UNBOUNDED, SINGULAR = range(4)
 STATUS = ("optimal", "at its pivot limit", "unbounded", "with a singular working basis")
 #: degenerate pivots in a row after which Bland's rule chooses
 STALL = 30
+#: partial pricing: an iteration prices at least a WINDOW_SHARE-th of the blocks (and WINDOW_MIN),
+#: from where the last stopped, and goes on until it finds a variable to enter or has priced all
+WINDOW_MIN = 32
+WINDOW_SHARE = 8
 
 
 @njit(cache=True)
@@ -141,7 +147,7 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit, link):
     piv = np.zeros(K, dtype=np.int64)
     r, y, v, rhs, col, alpha = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
     mu, uk = np.zeros(f), np.ones(f)
-    stall, status, it = 0, ITERATION_LIMIT, 0
+    stall, status, it, cursor = 0, ITERATION_LIMIT, 0, 0
     while it < max_iter:
         W[:] = 0.0
         for i in range(K):
@@ -181,7 +187,15 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit, link):
                 uk[ext_b[i]] -= v[i]
         bland = stall >= stall_limit
         best, eb, ej = tol, -2, -1  # entering: block eb (-1: capacity slack ej, -3: T; -2: none) and choice ej
-        for b in range(f):
+        window = f if bland else max(WINDOW_MIN, f // WINDOW_SHARE)
+        scanned = 0
+        while scanned < f and (scanned < window or eb == -2):  # partial pricing from where the last stopped
+            if bland:
+                b = scanned
+            else:
+                b = cursor
+                cursor = cursor + 1 if cursor + 1 < f else 0
+            scanned += 1
             for j in range(K if linked else K + 1):
                 if j < K and not allowed[b, j]:
                     continue

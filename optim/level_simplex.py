@@ -24,7 +24,8 @@ M_b^-1 (0, 1)``. Then
 - reduced costs: ``a_bj lam_b - e_bj mu_b - g_bj y_j`` (cell), ``-mu_b`` (s), ``-lam_b`` (t),
   ``-y_k`` (sig), ``1 - G . y - sum_b lam_b`` (z). None beyond ``tol`` (z at its upper bound: none
   below ``-tol``): optimal, and ``(x, z; y, mu, lam)`` a primal-dual pair of equal objectives;
-- entering: Dantzig's largest reduced cost, Bland's rule after ``stall_limit`` degenerate pivots
+- entering: Dantzig's largest reduced cost over the blocks priced (partial pricing, as in
+  :mod:`optim.gub_kernels`), Bland's rule after ``stall_limit`` degenerate pivots
   in a row; ratio test over the basics (z between its bounds; an entering z may flip bounds).
 
 Everything is recomputed from the basis each iteration (O(f K) plus a dense LU of W), so no error
@@ -36,7 +37,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .gub_kernels import ITERATION_LIMIT, OPTIMAL, SINGULAR, UNBOUNDED, _earlier, _factor, _solve, _solve_t
+from .gub_kernels import (ITERATION_LIMIT, OPTIMAL, SINGULAR, UNBOUNDED, WINDOW_MIN, WINDOW_SHARE, _earlier, _factor,
+                          _solve, _solve_t)
 from .rowwise import argmin_rows
 
 #: deficient blocks the working basis holds at most (a basis has one where z is basic and its
@@ -46,10 +48,7 @@ DEFICIENT_MAX = 4
 SPAN_TOL = 1e-9
 #: pivots after which the sums over the complete blocks are summed afresh
 REFRESH = 64
-#: partial pricing: an iteration prices at least a WINDOW_SHARE-th of the blocks (and WINDOW_MIN),
-#: from where the last stopped, and goes on until it finds a variable to enter or has priced all
-WINDOW_MIN = 32
-WINDOW_SHARE = 8
+
 
 
 @njit(cache=True, inline="always")
@@ -239,10 +238,10 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
         window = f if bland else max(WINDOW_MIN, f // WINDOW_SHARE)
         scanned = 0
         while scanned < f and (scanned < window or eb == -2):  # partial pricing from where the last stopped
-            b = 0 if bland else cursor
             if bland:
                 b = scanned
             else:
+                b = cursor
                 cursor = cursor + 1 if cursor + 1 < f else 0
             scanned += 1
             if complete[b]:
