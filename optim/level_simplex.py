@@ -28,8 +28,12 @@ M_b^-1 (0, 1)``. Then
   :mod:`optim.gub_kernels`), Bland's rule after ``stall_limit`` degenerate pivots
   in a row; ratio test over the basics (z between its bounds; an entering z may flip bounds).
 
-Everything is recomputed from the basis each iteration (O(f K) plus a dense LU of W), so no error
-accumulates. The start must be primal feasible: :func:`crash_start` builds one.
+Values and prices are computed from the basis each iteration (W by a dense LU), so no error
+accumulates; the keys of a block are read again only when a pivot touches it, the sums over the
+complete blocks are kept up to date (and summed afresh every :data:`REFRESH` pivots), and the keys
+that move with z alone are ranked by their *breakpoints* (the z at which each reaches 0), so an
+iteration prices a window of blocks and makes one pass of comparisons over the blocks. The start
+must be primal feasible: :func:`crash_start` builds one.
 """
 
 from __future__ import annotations
@@ -37,8 +41,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .gub_kernels import (ITERATION_LIMIT, OPTIMAL, SINGULAR, UNBOUNDED, WINDOW_MIN, WINDOW_SHARE, _earlier, _factor,
-                          _solve, _solve_t)
+from .gub_kernels import (
+    ITERATION_LIMIT,
+    OPTIMAL,
+    SINGULAR,
+    UNBOUNDED,
+    WINDOW_MIN,
+    WINDOW_SHARE,
+    _earlier,
+    _factor,
+    _solve,
+    _solve_t,
+)
 from .rowwise import argmin_rows
 
 #: deficient blocks the working basis holds at most (a basis has one where z is basic and its
@@ -94,8 +108,10 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
     Only the blocks a pivot touches have their keys read again; the sums over the complete blocks
     of ``gK_b M_b^-1 (h_b, 0)`` and ``gK_b M_b^-1 (0, 1)`` are kept up to date (and summed afresh
     every :data:`REFRESH` pivots), and only *special* blocks (with extras, or deficient) enter the
-    working basis, so an iteration costs one pass of pricing over the cells and one over the
-    blocks' keys in the ratio test (none where z keeps its value)."""
+    working basis. A key of a block with neither (a *normal* block) other than the entering one
+    moves with z alone: at rate ``s Q`` (``Q = (M_b^-1 (0, 1))_key``, ``s`` z's rate), reaching 0 at
+    the breakpoint ``z = h_b (M_b^-1)_key,0 / Q``, so the ratio test takes the nearest breakpoint
+    (Bland's rule: every block in turn)."""
     f, K = a.shape
     J = K + 2
     S = K + 2 * DEFICIENT_MAX
@@ -115,6 +131,7 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
     acc0, acc1 = np.zeros(f), np.zeros(f)  # special blocks: their extras' columns times values (rates)
     t0, t1 = np.zeros(f), np.zeros(f)
     hsum, zsum = np.zeros(K), np.zeros(K)
+    zu, zd = np.full((f, 2), np.inf), np.full((f, 2), -np.inf)  # breakpoints of keys that rise / fall with z
     dirty = np.zeros(f, dtype=np.int64)
     n_dirty = f
     for b in range(f):
@@ -156,6 +173,15 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
                         n_special -= 1
                         break
             special[b] = now
+            for q in range(2):  # the keys' breakpoints: z where a key of a normal block reaches 0
+                zu[b, q], zd[b, q] = np.inf, -np.inf
+                coef = Mi[b, 1 + 2 * q]
+                if not now and coef != 0.0:
+                    point = h[b] * Mi[b, 2 * q] / coef
+                    if coef > 0:
+                        zu[b, q] = point
+                    else:
+                        zd[b, q] = point
         n_dirty = 0
         nd, nu, ok = 0, 0, True  # the working basis' unknowns
         for s_ in range(n_special):
@@ -327,14 +353,10 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
             if _earlier(tt, theta, index, leave_index, abs(rate), pivot, bland):
                 theta, leave, pivot, leave_index, at_upper = tt, u, abs(rate), index, up
         leave_block, leave_key = -1, -1
-        moving = f if lift != 0.0 else n_special + 1  # the keys that move: all where z does
-        for i in range(moving):
-            if lift != 0.0:
-                b = i
-            elif i < n_special:
-                b = specials[i]
-            else:
-                b = eb
+        fast = lift != 0.0 and not bland
+        every = lift != 0.0 and bland  # Bland's rule: every block in turn, the lowest index among ties
+        for i in range(f if every else n_special + 1):  # the keys that move other than with z alone
+            b = i if every else (specials[i] if i < n_special else eb)
             if b < 0 or not complete[b]:
                 continue
             busy = special[b] or b == eb
@@ -354,6 +376,37 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
                     if _earlier(tt, theta, index, leave_index, rate, pivot, bland):
                         theta, leave, pivot, leave_index, at_upper = tt, -1, rate, index, False
                         leave_block, leave_key = b, kj
+        if fast:  # the other blocks' keys move with z alone, at s Q: the first to reach its breakpoint
+            s = direction * lift
+            lone = eb >= 0 and not special[eb]
+            if lone:
+                kept = (zu[eb, 0], zu[eb, 1], zd[eb, 0], zd[eb, 1])
+                zu[eb, 0], zu[eb, 1], zd[eb, 0], zd[eb, 1] = np.inf, np.inf, -np.inf, -np.inf
+            first, side = -1, 0
+            if s > 0:
+                edge = np.inf
+                for b in range(f):
+                    for q in range(2):
+                        if zu[b, q] < edge:
+                            edge, first, side = zu[b, q], b, q
+            else:
+                edge = -np.inf
+                for b in range(f):
+                    for q in range(2):
+                        if zd[b, q] > edge:
+                            edge, first, side = zd[b, q], b, q
+            if lone:
+                zu[eb, 0], zu[eb, 1], zd[eb, 0], zd[eb, 1] = kept
+            if first >= 0:
+                rate = s * (Mi[first, 1] if side == 0 else Mi[first, 3])
+                tt = max((edge - z) / s, 0.0)
+                kj = key0[first] if side == 0 else key1[first]
+                if rate <= eps:  # a key of almost no rate: the ratio test over every block this once
+                    stall = stall_limit
+                    continue
+                if _earlier(tt, theta, first * J + kj, leave_index, rate, pivot, False):
+                    theta, leave, pivot, leave_index, at_upper = tt, -1, rate, first * J + kj, False
+                    leave_block, leave_key = first, kj
         flip = eb == -3 and np.isfinite(z_lo) and np.isfinite(z_max) and z_max - z_lo <= theta
         if theta == np.inf and not flip:
             status = UNBOUNDED
