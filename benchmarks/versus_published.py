@@ -41,7 +41,7 @@ this project). Two parts:
   bytecode whatever ``PYTHONDONTWRITEBYTECODE`` says: a user's runs do not compile their sources.
 
 ``--shapes`` also runs Gavel and ours side by side on distinct jobs of 3, 6 and 10 worker types at
-0.2, 0.75 and 2 GPUs per job (:func:`shape_rows`, ``..._shapes.csv``).
+0.2, 0.5, 0.75 and 2 GPUs per job (:func:`shape_rows`, ``..._shapes.csv``).
 
 ``--large JOBS TYPES`` (repeatable) also times ours alone on JOBS jobs of TYPES worker types (rates
 from the table's three, scaled per type; no published run): jobs of a few equal types with HiGHS
@@ -275,12 +275,12 @@ def large_rows(table, sizes: list[tuple[int, int]], repeat: int) -> list[dict]:
 
 #: ``--shapes``: worker types and GPUs per job (the capacity of each type: round(share m / K), at least 8)
 SHAPE_TYPES = (3, 6, 10)
-SHAPE_SHARES = (0.2, 0.75, 2.0)
+SHAPE_SHARES = (0.2, 0.5, 0.75, 2.0)
 
 
 def shape_rows(args, table) -> list[dict]:
     """Gavel and ours (``auto``) side by side on distinct jobs (:func:`wide_instance`, seed m + K)
-    of every size in ``--jobs`` on 3, 6 and 10 types at 0.2 (heavily oversubscribed), 0.75 and 2
+    of every size in ``--jobs`` on 3, 6 and 10 types at 0.2 (heavily oversubscribed), 0.5, 0.75 and 2
     GPUs per job: the instances the policy rows do not draw. Medians of ``--repeat`` calls each
     (ours after an untimed one)."""
     classes = gavel_classes(args.gavel)
@@ -383,8 +383,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--skip-policies", action="store_true", help="no policy rows (--large and --replays only)")
     parser.add_argument("--shapes", action="store_true",
-                        help="also distinct jobs on 3, 6 and 10 types at 0.2, 0.75 and 2 GPUs per job, for --policies "
-                             "and --jobs (versus_published_shapes.csv)")
+                        help="also distinct jobs on 3, 6 and 10 types at 0.2, 0.5, 0.75 and 2 GPUs per job, for "
+                             "--policies and --jobs (versus_published_shapes.csv)")
     args = parser.parse_args()
     if not (args.gavel / "scheduler" / "policies").is_dir():
         parser.error(f"--gavel {args.gavel}: not a Gavel checkout (no scheduler/policies)")

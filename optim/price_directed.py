@@ -16,8 +16,9 @@ block whose choice under the estimate wins by a margin (:data:`MARGIN`) is fixed
 aggregated: in the sum form its usage comes off the capacities, in the level form it adds
 ``g_bk / a_bk`` per unit of z to capacity row k (and bounds z by its reach). The other blocks
 and the aggregates form a reduced LP (:mod:`optim.reduced_lp`: the sum form's by the GUB simplex,
-a large one by the method itself with a finer margin, :data:`RECURSE`; the level form's by
-HiGHS), whose duals are the next prices;
+a large one by the method itself with a finer margin, :data:`RECURSE`; the level form's by the
+compiled level simplex of :mod:`optim.level_simplex`; HiGHS where either gives way), whose duals
+are the next prices;
 in the sum form a free block offers it only its cells within the margin of its best, and a cell
 left out joins where its reduced cost under the reduced LP's duals is positive (before any fixed
 block is freed: such cells move the prices back toward the estimate, where a reduced LP without
@@ -27,7 +28,9 @@ them priced a type at 0 and made half the fixed blocks fail).
 most :data:`DIRECT_MAX` blocks (or classes) first go to the linked program of
 :mod:`optim.level_gub` (the level form without budgets, one GUB simplex over every block); its
 point is optimal where it keeps every budget; otherwise, its level being below the worst block's
-reach (a capacity binds), the working set runs from its prices and level, else the steps above.
+reach (a capacity binds), the level form of at most :data:`LEVEL_DIRECT` blocks is solved whole
+by the level simplex from the choices under its prices, a larger one by the working set from its
+prices and level; else the steps above.
 
 **Exact finish and optimality.** The fixed blocks' duals follow from the reduced LP's prices in
 closed form (sum form: budget dual ``mu_b = s_b,k1``; level form: ``mu_b = 0``, level dual
@@ -42,7 +45,8 @@ block free (after :data:`MAX_ROUNDS` it gives up and says so). A round frees at 
 failing blocks as the working set holds (:func:`_fewest`).
 
 **Which optimum.** In the sum form the vertex the GUB simplex returns (HiGHS' before 2026-11-30:
-another optimal vertex where the program has several). In the level form
+another optimal vertex where the program has several); in the level form the level simplex's
+(HiGHS' before 2026-11-30). In the level form
 the vertex leaves capacity idle on types of price 0; :func:`fill` hands each such type's spare
 capacity to the blocks on it in proportion to their share, up to their budgets: the level (the
 objective) and the dual bound are unchanged.

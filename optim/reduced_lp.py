@@ -1,8 +1,10 @@
 """The price-directed method's reduced LP (:mod:`optim.price_directed`): the free blocks' cells
 and the fixed blocks' aggregates. The sum form's is solved by the compiled GUB simplex
-(:mod:`optim.gub_kernels`) from the blocks' choices under the latest prices; the level form's
-(and a sum form the GUB simplex does not take: a cell of no capacity or budget use) as one
-canonical model by HiGHS, from a starting basis built the same way."""
+(:mod:`optim.gub_kernels`) from the blocks' choices under the latest prices, the level form's by
+the compiled level simplex (:mod:`optim.level_simplex`) from the crash basis of those choices;
+where either does not take it (a cell of no capacity or budget use, a block that runs nowhere)
+or ends without an optimum, as one canonical model by HiGHS, from a starting basis built the same
+way (and the result's notes say so)."""
 
 from __future__ import annotations
 
