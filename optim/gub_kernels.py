@@ -113,6 +113,15 @@ def _solve_t(LU, piv, rhs, out):
         out[piv[i]] = w[i]
 
 
+@njit(cache=True, inline="always")
+def priced_next(bland, scanned, cursor, f):
+    """Partial pricing's next block and cursor: in order under Bland's rule, else the cursor's
+    block, the cursor moving round the ``f`` blocks."""
+    if bland:
+        return scanned, cursor
+    return cursor, (cursor + 1 if cursor + 1 < f else 0)
+
+
 @njit(cache=True)
 def _earlier(t, theta, index, leave_index, rate, pivot, bland):
     """Whether a ratio ``t`` (its variable's ``index``, its ``rate``) leaves before the one so far:
@@ -194,11 +203,7 @@ def gub_simplex(C, A, allowed, n, key, max_iter, tol, stall_limit, link):
         window = f if bland or not (linked or f >= PARTIAL_MIN) else max(WINDOW_MIN, f // WINDOW_SHARE)
         scanned = 0
         while scanned < f and (scanned < window or eb == -2):  # partial pricing from where the last stopped
-            if bland:
-                b = scanned
-            else:
-                b = cursor
-                cursor = cursor + 1 if cursor + 1 < f else 0
+            b, cursor = priced_next(bland, scanned, cursor, f)
             scanned += 1
             for j in range(K if linked else K + 1):
                 if j < K and not allowed[b, j]:

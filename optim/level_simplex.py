@@ -33,7 +33,7 @@ accumulates; the keys of a block are read again only when a pivot touches it, th
 complete blocks are kept up to date (and summed afresh every :data:`REFRESH` pivots), and the keys
 that move with z alone are ranked by their *breakpoints* (the z at which each reaches 0), so an
 iteration prices a window of blocks and makes one pass of comparisons over the blocks. The start
-must be primal feasible: :func:`crash_start` builds one.
+must be primal feasible: :func:`optim.reduced_lp.crash_start` builds one.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from .gub_kernels import (
     _factor,
     _solve,
     _solve_t,
+    priced_next,
 )
-from .rowwise import argmin_rows
 
 #: deficient blocks the working basis holds at most (a basis has one where z is basic and its
 #: level row sets z; more only in degenerate bases)
@@ -173,15 +173,15 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
                         n_special -= 1
                         break
             special[b] = now
-            for q in range(2):  # the keys' breakpoints: z where a key of a normal block reaches 0
-                zu[b, q], zd[b, q] = np.inf, -np.inf
-                coef = Mi[b, 1 + 2 * q]
+            for side in range(2):  # the keys' breakpoints: z where a key of a normal block reaches 0
+                zu[b, side], zd[b, side] = np.inf, -np.inf
+                coef = Mi[b, 1 + 2 * side]
                 if not now and coef != 0.0:
-                    point = h[b] * Mi[b, 2 * q] / coef
+                    point = h[b] * Mi[b, 2 * side] / coef
                     if coef > 0:
-                        zu[b, q] = point
+                        zu[b, side] = point
                     else:
-                        zd[b, q] = point
+                        zd[b, side] = point
         n_dirty = 0
         nd, nu, ok = 0, 0, True  # the working basis' unknowns
         for s_ in range(n_special):
@@ -239,17 +239,7 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
             break
         _solve(Wd, piv[:D], rhs[:D], v[:D])
         _solve_t(Wd, piv[:D], r[:D], rho[:D])
-        z = z_nb
-        for s_ in range(n_special):
-            b = specials[s_]
-            acc0[b], acc1[b] = 0.0, 0.0
-        for u in range(D):
-            if kind[u] == 2:
-                z = v[u]
-            elif kind[u] == 0 and complete[ub[u]]:
-                c0, c1 = _column(a, e, ub[u], uj[u], K)
-                acc0[ub[u]] += c0 * v[u]
-                acc1[ub[u]] += c1 * v[u]
+        z = _extras_times(v, 1.0, z_nb, acc0, acc1, D, kind, ub, uj, complete, specials, n_special, a, e, K)
         for k in range(K):
             y[k] = rho[k]
         bland = stall >= stall_limit
@@ -264,11 +254,7 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
         window = f if bland else max(WINDOW_MIN, f // WINDOW_SHARE)
         scanned = 0
         while scanned < f and (scanned < window or eb == -2):  # partial pricing from where the last stopped
-            if bland:
-                b = scanned
-            else:
-                b = cursor
-                cursor = cursor + 1 if cursor + 1 < f else 0
+            b, cursor = priced_next(bland, scanned, cursor, f)
             scanned += 1
             if complete[b]:
                 w0 = g[b, key0[b]] * y[key0[b]] if key0[b] < K else 0.0
@@ -316,19 +302,9 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
         for u in range(D):
             scale = max(scale, abs(alpha[u]))
         eps = 1e-11 * scale
-        rate_z = 0.0
-        for s_ in range(n_special):
-            b = specials[s_]
-            t0[b], t1[b] = 0.0, 0.0
         if eb >= 0:
             t0[eb], t1[eb] = 0.0, 0.0
-        for u in range(D):
-            if kind[u] == 2:
-                rate_z = alpha[u]
-            elif kind[u] == 0 and complete[ub[u]]:
-                c0, c1 = _column(a, e, ub[u], uj[u], K)
-                t0[ub[u]] -= c0 * alpha[u]
-                t1[ub[u]] -= c1 * alpha[u]
+        rate_z = _extras_times(alpha, -1.0, 0.0, t0, t1, D, kind, ub, uj, complete, specials, n_special, a, e, K)
         if eb >= 0 and complete[eb]:
             c0, c1 = _column(a, e, eb, ej, K)
             t0[eb] += c0
@@ -454,6 +430,23 @@ def level_simplex(a, e, g, h, allowed, n, G, z_lo, z_max, own, slack, z_state, m
 
 
 @njit(cache=True, inline="always")
+def _extras_times(w, sign, z_else, out0, out1, D, kind, ub, uj, complete, specials, n_special, a, e, K):
+    """``out_b = sign * sum of the extras' columns of block b times w`` for every special block
+    (the others' are not touched); returns z's entry of ``w``, ``z_else`` where z is not basic."""
+    for s_ in range(n_special):
+        out0[specials[s_]], out1[specials[s_]] = 0.0, 0.0
+    z_w = z_else
+    for u in range(D):
+        if kind[u] == 2:
+            z_w = w[u]
+        elif kind[u] == 0 and complete[ub[u]]:
+            c0, c1 = _column(a, e, ub[u], uj[u], K)
+            out0[ub[u]] += sign * c0 * w[u]
+            out1[ub[u]] += sign * c1 * w[u]
+    return z_w
+
+
+@njit(cache=True, inline="always")
 def _add_keys(hsum, zsum, g, h, b, k0, k1, Mi, sign, K):
     """``hsum += sign gK_b M_b^-1 (h_b, 0)``, ``zsum += sign gK_b M_b^-1 (0, 1)``."""
     if k0 < K:
@@ -495,37 +488,3 @@ def _less_keys(out, g, b, k0, k1, Mi, c0, c1, K):
     if k1 < K:
         out[k1] -= g[b, k1] * (Mi[b, 2] * c0 + Mi[b, 3] * c1)
 
-
-def crash_start(a, e, g, h, run, n, G, z_lo: float, z_max: float, pick=None):
-    """A primal feasible basis ``(own, slack, z_state)`` for :func:`level_simplex` (HiGHS' crash
-    basis of :func:`optim.reduced_lp._crash`): each block on its ``pick`` cell (else, or where
-    it does not run there, its cell of least ``g / a``) with its budget slack basic and its level
-    row tight; z the most those cells allow, ``min(min_k n_k / load_k, least reach, z_max)``,
-    basic, with the capacity row (or the budget row) that sets it at its bound, or nonbasic at
-    z_max. None where a block runs nowhere or that z is below ``z_lo``."""
-    f, K = run.shape
-    if not run.any(axis=1).all():
-        return None
-    rows = np.arange(f)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_level = np.where(run, g / a, np.inf)
-    cheapest = argmin_rows(per_level)
-    pick = cheapest if pick is None else np.asarray(pick)
-    pick = np.where((pick < K) & run[rows, np.minimum(pick, K - 1)], pick, cheapest)
-    load = np.bincount(pick, weights=per_level[rows, pick], minlength=K) + G
-    with np.errstate(divide="ignore", invalid="ignore"):
-        by_type = np.where(load > 0, n / load, np.inf)
-        reach = np.where(e[rows, pick] > 0, h * a[rows, pick] / e[rows, pick], np.inf)
-    j, w = int(by_type.argmin()), int(reach.argmin())
-    z0 = min(by_type[j], reach[w], z_max)
-    if not (z0 >= z_lo and np.isfinite(z0)):
-        return None
-    own = np.zeros((f, K + 2), dtype=bool)
-    own[rows, pick] = own[:, K] = True
-    slack = np.ones(K, dtype=bool)
-    z_state = 2 if z_max <= min(by_type[j], reach[w]) else 0
-    if z_state == 0 and by_type[j] <= reach[w]:
-        slack[j] = False
-    elif z_state == 0:
-        own[w, K] = False
-    return own, slack, z_state

@@ -16,6 +16,7 @@ from .basis import BASIC, LOWER, UPPER, Basis
 from .canonical import CanonicalModel
 from .options import SolveOptions
 from .result import Status
+from .rowwise import argmin_rows
 from .sparse import CscArrays
 
 if TYPE_CHECKING:
@@ -97,7 +98,8 @@ def solve_reduced(part: _Part, free: np.ndarray, G: np.ndarray | None, n: np.nda
     tally["programs"] += 1
     options = OPTIONS if f <= SIMPLEX_MAX else IPM_OPTIONS
     if choice is not None and f <= SIMPLEX_MAX:
-        basis = _crash(part, F, choice[F], bi, kk, G, n, z_max) if level else _crash_sum(part, F, choice[F], bi, kk, n)
+        basis = (_crash(part, F, run, choice[F], bi, kk, G, n, z_max) if level else
+                 _crash_sum(part, F, choice[F], bi, kk, n))
         options = options if basis is None else OPTIONS.with_basis(basis)
     result = HighsBackend().solve(model, options)
     if result.status is not Status.OPTIMAL:
@@ -139,12 +141,11 @@ def _gub(part: _Part, F: np.ndarray, run: np.ndarray, n: np.ndarray, choice: np.
 
 def _level(part: _Part, F: np.ndarray, run: np.ndarray, G: np.ndarray, n: np.ndarray, z_max: float,
            choice: np.ndarray | None, tally: dict):
-    """The level form's reduced LP by the compiled simplex of :mod:`optim.level_simplex`, from the
-    basis :func:`_crash` gives HiGHS (:func:`~optim.level_simplex.crash_start`); None where a block
-    offers no cell, z's lower bound is out of that start's reach, or the simplex ends without an
-    optimum (HiGHS takes it)."""
+    """The level form's reduced LP by the compiled simplex of :mod:`optim.level_simplex`, from
+    :func:`crash_start`'s basis (HiGHS' too); None where a block offers no cell, z's lower bound is
+    out of that start's reach, or the simplex ends without an optimum (HiGHS takes it)."""
     from .gub_kernels import STALL, STATUS
-    from .level_simplex import OPTIMAL, crash_start, level_simplex  # numba, on the first level-form reduced LP
+    from .level_simplex import OPTIMAL, level_simplex  # numba, on the first level-form reduced LP
 
     f, K = run.shape
     a, e, g, h = part.a[F], part.e[F], part.g[F], part.h[F]
@@ -205,33 +206,57 @@ def _crash_sum(part: _Part, F: np.ndarray, pick: np.ndarray, bi: np.ndarray, kk:
     return Basis(cols, rows)
 
 
-def _crash(part: _Part, F: np.ndarray, pick: np.ndarray, bi, kk, G: np.ndarray, n: np.ndarray, z_max: float
-           ) -> Basis | None:
-    """The level form's primal feasible starting basis (as ``max_min_fairness.start_basis``): each
-    free block's ``pick`` cell, z and every budget slack basic, the level rows at their bound; z is
-    the most the choices allow, ``min(min_k n_k / load_k, least reach)``, and the capacity row
-    (or the budget row) that sets it is at its bound. None where a pick is not a cell, or z_max
-    (a fixed block's reach) would set z."""
-    f, K = F.size, part.g.shape[1]
-    position = _positions(f, K, bi, kk)
-    cell = position[np.arange(f), pick]
-    if (cell < 0).any():
+def _crash(part: _Part, F: np.ndarray, run: np.ndarray, pick: np.ndarray, bi, kk, G: np.ndarray, n: np.ndarray,
+           z_max: float) -> Basis | None:
+    """The level form's primal feasible starting basis for HiGHS (as ``max_min_fairness.start_basis``):
+    :func:`crash_start`'s, the level rows at their bound; None where it has none."""
+    start = crash_start(part.a[F], part.e[F], part.g[F], part.h[F], run, n, G, part.z_lo, z_max, pick)
+    if start is None:
         return None
-    per_level = part.g[F, pick] / part.a[F, pick]
-    load = np.bincount(pick, weights=per_level, minlength=K) + (G if G is not None else 0.0)
-    with np.errstate(divide="ignore"):
-        by_type = np.where(load > 0, n / load, np.inf)
-    reach = part.h[F] * part.a[F, pick] / part.e[F, pick]
-    j, w = int(by_type.argmin()), int(reach.argmin())
-    if min(by_type[j], reach[w]) >= z_max:
-        return None
+    own, slack, z_state = start
+    f, K = run.shape
     cols = np.full(bi.size + 1, LOWER, dtype=np.int8)
-    cols[cell] = BASIC
-    cols[-1] = BASIC
-    rows = np.full(K + 2 * f, BASIC, dtype=np.int8)
-    rows[K + f:] = UPPER
-    rows[j if by_type[j] <= reach[w] else K + w] = UPPER
+    cols[_positions(f, K, bi, kk)[own[:, :K]]] = BASIC
+    cols[-1] = (BASIC, LOWER, UPPER)[z_state]
+    rows = np.full(K + 2 * f, UPPER, dtype=np.int8)
+    rows[:K][slack] = BASIC
+    rows[K:K + f][own[:, K]] = BASIC
     return Basis(cols, rows)
+def crash_start(a, e, g, h, run, n, G, z_lo: float, z_max: float, pick=None
+                ) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """A primal feasible basis ``(own, slack, z_state)`` of the level form's reduced LP for
+    :func:`~optim.level_simplex.level_simplex` (and HiGHS, :func:`_crash`): each block on its
+    ``pick`` cell (else, or where it does not run there, its cell of least ``g / a``) with its
+    budget slack basic and its level row tight; z the most those cells allow, ``min(min_k n_k /
+    load_k, least reach, z_max)``, basic, with the capacity row (or the budget row) that sets it
+    at its bound, or nonbasic at z_max. None where a block runs nowhere or that z is below
+    ``z_lo``."""
+    f, K = run.shape
+    if not run.any(axis=1).all():
+        return None
+    rows = np.arange(f)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_level = np.where(run, g / a, np.inf)
+    cheapest = argmin_rows(per_level)
+    pick = cheapest if pick is None else np.asarray(pick)
+    pick = np.where((pick < K) & run[rows, np.minimum(pick, K - 1)], pick, cheapest)
+    load = np.bincount(pick, weights=per_level[rows, pick], minlength=K) + G
+    with np.errstate(divide="ignore", invalid="ignore"):
+        by_type = np.where(load > 0, n / load, np.inf)
+        reach = np.where(e[rows, pick] > 0, h * a[rows, pick] / e[rows, pick], np.inf)
+    j, w = int(by_type.argmin()), int(reach.argmin())
+    z0 = min(by_type[j], reach[w], z_max)
+    if not (z0 >= z_lo and np.isfinite(z0)):
+        return None
+    own = np.zeros((f, K + 2), dtype=bool)
+    own[rows, pick] = own[:, K] = True
+    slack = np.ones(K, dtype=bool)
+    z_state = 2 if z_max <= min(by_type[j], reach[w]) else 0
+    if z_state == 0 and by_type[j] <= reach[w]:
+        slack[j] = False
+    elif z_state == 0:
+        own[w, K] = False
+    return own, slack, z_state
 
 
 def nothing_free(part: _Part, G: np.ndarray | None, n: np.ndarray, z_max: float):

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from optim.gub_kernels import ITERATION_LIMIT, OPTIMAL
-from optim.level_simplex import crash_start, level_simplex
+from optim.level_simplex import level_simplex
+from optim.reduced_lp import crash_start
 
 
 def highs_level(a, e, g, h, run, n, G, z_lo, z_max) -> float:

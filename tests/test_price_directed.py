@@ -356,3 +356,44 @@ def test_a_gub_simplex_at_its_pivot_limit_hands_the_reduced_lp_to_highs_and_says
     check_certificate(canon, ours)
     assert any("GUB simplex ended at its pivot limit" in note for note in ours.notes)
     assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
+
+
+def _budgets_bind(m: int = 256, K: int = 10, share: float = 0.5) -> AllocationProblem:
+    """Distinct jobs of weights 1/2/4 on ``share`` GPUs a job: capacities bind, and at the linked
+    program's point some jobs' time budgets are broken."""
+    rng = np.random.default_rng(3)
+    kinds = rng.uniform(1.0, 30.0, (4, K))  # four models, each a rate per type; every job measured apart
+    throughputs = kinds[rng.integers(0, 4, m)] * rng.uniform(0.9, 1.1, (m, K))
+    return AllocationProblem(worker_types=tuple(f"t{k}" for k in range(K)), capacities=np.full(K, share * m / K),
+                             job_ids=np.arange(m), job_types=tuple(f"j{i}" for i in range(m)),
+                             scale_factors=rng.choice([1, 2], m), weights=rng.choice([1.0, 2.0, 4.0], m),
+                             throughputs=throughputs, remaining_steps=rng.uniform(1e3, 1e6, m))
+
+
+def test_a_level_program_whose_budgets_bind_is_solved_by_the_level_simplex():
+    from optim import reduced_lp
+
+    canon = max_min_fairness.build(_budgets_bind(), "perf").canonical()
+    solved = []
+    level = reduced_lp._level
+
+    def counted(*args):
+        solved.append(level(*args))
+        return solved[-1]
+
+    with mock.patch.object(reduced_lp, "_level", counted):
+        ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    assert solved and all(s is not None for s in solved) and not ours.notes
+    assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
+
+
+def test_a_level_simplex_at_its_pivot_limit_hands_the_reduced_lp_to_highs_and_says_so():
+    from optim import reduced_lp
+
+    canon = max_min_fairness.build(_budgets_bind(), "perf").canonical()
+    with mock.patch.object(reduced_lp, "GUB_WORK", 1):  # no pivot allowed
+        ours = solve(canon, "block")
+    check_certificate(canon, ours)
+    assert any("level simplex ended at its pivot limit" in note for note in ours.notes)
+    assert ours.objective == pytest.approx(solve(canon, "highs").objective, rel=1e-9)
