@@ -30,7 +30,8 @@ most :data:`DIRECT_MAX` blocks (or classes) first go to the linked program of
 point is optimal where it keeps every budget; otherwise, its level being below the worst block's
 reach (a capacity binds), the level form of at most :data:`LEVEL_DIRECT` blocks is solved whole
 by the level simplex from the choices under its prices, a larger one by the working set from its
-prices and level; else the steps above.
+prices and level; where its level reaches the worst block's but no point at that level fits
+(:func:`_unpriced`), from its prices the same way; else the steps above.
 
 **Exact finish and optimality.** The fixed blocks' duals follow from the reduced LP's prices in
 closed form (sum form: budget dual ``mu_b = s_b,k1``; level form: ``mu_b = 0``, level dual
@@ -185,6 +186,8 @@ def solve_assignment(lp: AssignmentLP, seed: int = 0) -> AssignmentSolution:
             merged = _classes(part)
             inner = part if merged is None else merged[0]
         classes = None if merged is None else inner.g.shape[0]
+        if solved is None and prices is not None and not binds:  # the worst reach is not met either
+            solved = _from_prices(inner, *prices, tally)
         x, z, y, mu, lam, rounds, largest = solved if solved is not None else _solve(inner, rng, tally)
         if merged is not None:  # each member takes its class's x; the class's duals are split evenly
             labels, sizes = merged[1], merged[2][merged[1]]
